@@ -1,0 +1,5 @@
+import sys
+
+from perflint.cli import main
+
+sys.exit(main())

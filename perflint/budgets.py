@@ -1,0 +1,187 @@
+"""The one vocabulary of performance budgets.
+
+The pytest marker (`@pytest.mark.perf_budget(max_syncs=0)`), `perflint trace --budget max_syncs=0`,
+budget files and every report use these keys and nothing else. A key names a metric (see
+`perflint.events` for how profiler events become metrics) and a bound: `max_*` keys fail when the
+measured value is above the limit, `min_*` keys when it is below. This module imports no torch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+class BudgetError(ValueError):
+    """A budget that names an unknown key, has the wrong type or an impossible value."""
+
+
+@dataclass(frozen=True)
+class BudgetKey:
+    key: str
+    metric: str
+    bound: str  # "max" or "min"
+    unit: str  # "count", "bytes" or "ratio"
+    help: str
+    gpu_only: bool = False
+
+
+KEYS: dict[str, BudgetKey] = {
+    k.key: k
+    for k in [
+        BudgetKey("max_syncs", "syncs", "max", "count",
+                  "device-to-host synchronizations (or, on the CPU, the ops and calls that would force one)"),
+        BudgetKey("max_ops", "ops", "max", "count", "dispatched compute ops (top-level aten ops)"),
+        BudgetKey("max_kernels", "kernels", "max", "count",
+                  "device kernels launched; on the CPU the count of dispatched compute ops"),
+        BudgetKey("max_transfers", "transfers", "max", "count", "host<->device copies"),
+        BudgetKey("max_transfer_bytes", "transfer_bytes", "max", "bytes", "bytes copied host<->device"),
+        BudgetKey("max_graph_breaks", "graph_breaks", "max", "count", "torch.compile graph breaks"),
+        BudgetKey("max_recompiles", "recompiles", "max", "count", "torch.compile recompilations"),
+        BudgetKey("max_peak_memory", "peak_memory", "max", "bytes", "peak bytes allocated during the region"),
+        BudgetKey("min_overlap", "queue_overlap", "min", "ratio",
+                  "share of GPU busy time during which the CPU had already queued the next work", gpu_only=True),
+        BudgetKey("max_collectives", "collectives", "max", "count",
+                  "collective communication calls (all_reduce, broadcast, ...), each counted once"),
+        BudgetKey("max_comm_bytes", "comm_bytes", "max", "bytes", "bytes sent by collectives"),
+        BudgetKey("min_comm_overlap", "comm_overlap", "min", "ratio",
+                  "share of communication time hidden behind computation"),
+    ]
+}
+
+# Marker arguments that are not limits on one metric.
+OPTIONS = {
+    "ops": "per-op caps, e.g. ops={'aten::cat': 1}",
+    "per_step": "True: every limit applies to each perf.step() iteration instead of the whole region",
+    "baseline": "True: also fail when a count grew past the recorded baseline",
+    "world_size": "run the test body on this many ranks with torch.distributed",
+}
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+          "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_size(value: Any) -> int:
+    """Bytes from an int or a string such as "24 MB" (decimal) or "1.5 GiB" (binary)."""
+    if isinstance(value, bool):
+        raise BudgetError(f"expected a size, got {value!r}")
+    if isinstance(value, (int, float)):
+        return int(value)
+    m = _SIZE.match(str(value))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise BudgetError(f"cannot read size {value!r} (use e.g. 4096, '24 MB' or '1.5 GiB')")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def format_value(unit: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if unit == "ratio":
+        return f"{value:.1%}"
+    if unit == "bytes":
+        for name, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+            if value >= size:
+                return f"{value / size:.1f} {name}"
+        return f"{int(value)} B"
+    return f"{value:g}"
+
+
+def valid_keys_text() -> str:
+    return ", ".join([*KEYS, *OPTIONS])
+
+
+@dataclass
+class Budget:
+    """Validated limits: metric limits by key, per-op caps and options."""
+
+    limits: dict[str, float] = field(default_factory=dict)
+    op_limits: dict[str, int] = field(default_factory=dict)
+    per_step: bool = False
+    baseline: bool = False
+    world_size: int = 1
+
+    def __bool__(self) -> bool:
+        return bool(self.limits or self.op_limits or self.baseline)
+
+
+def _number(key: str, spec: BudgetKey, value: Any) -> float:
+    if spec.unit == "bytes":
+        return parse_size(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BudgetError(f"{key} must be a number, got {value!r}")
+    if value < 0:
+        raise BudgetError(f"{key} must not be negative, got {value!r}")
+    if spec.unit == "ratio" and value > 1:
+        raise BudgetError(f"{key} is a ratio between 0 and 1, got {value!r}")
+    if spec.unit == "count" and value != int(value):
+        raise BudgetError(f"{key} is a count, got {value!r}")
+    return value
+
+
+def parse_budget(values: Mapping[str, Any]) -> Budget:
+    """Check every key and value; raise BudgetError naming the problem and the valid keys."""
+    budget = Budget()
+    for key, value in values.items():
+        if key in KEYS:
+            budget.limits[key] = _number(key, KEYS[key], value)
+        elif key == "ops":
+            if not isinstance(value, Mapping) or not value:
+                raise BudgetError("ops must be a non-empty dict such as {'aten::cat': 1}")
+            for op, cap in value.items():
+                if not isinstance(op, str) or isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+                    raise BudgetError(f"ops[{op!r}] must map an op name to a count >= 0, got {cap!r}")
+                budget.op_limits[op] = cap
+        elif key in ("per_step", "baseline"):
+            if not isinstance(value, bool):
+                raise BudgetError(f"{key} must be True or False, got {value!r}")
+            setattr(budget, key, value)
+        elif key == "world_size":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise BudgetError(f"world_size must be an int >= 1, got {value!r}")
+            budget.world_size = value
+        else:
+            raise BudgetError(f"unknown budget key {key!r}; valid keys: {valid_keys_text()}")
+    return budget
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One budget line checked against one measurement: status is "pass", "fail" or "skip"."""
+
+    key: str
+    metric: str
+    measured: float | None
+    limit: float
+    status: str
+    reason: str = ""
+
+    def describe(self) -> str:
+        unit = KEYS[self.key].unit if self.key in KEYS else "count"
+        sign = ">" if self.key.startswith("max") or self.key.startswith("ops") else "<"
+        if self.status == "skip":
+            return f"{self.metric}: skipped ({self.reason})"
+        return (f"{self.metric} {format_value(unit, self.measured)} {sign if self.status == 'fail' else 'within'} "
+                f"{format_value(unit, self.limit)}")
+
+
+def check(budget: Budget, metrics: Mapping[str, float | None], op_counts: Mapping[str, int] | None = None,
+          unavailable: Mapping[str, str] | None = None) -> list[Verdict]:
+    """Compare measured metrics with the budget. A metric that is None could not be measured here:
+    its verdict is "skip" with the reason from `unavailable`, never a silent pass."""
+    verdicts = []
+    unavailable = unavailable or {}
+    for key, limit in budget.limits.items():
+        spec = KEYS[key]
+        measured = metrics.get(spec.metric)
+        if measured is None:
+            reason = unavailable.get(spec.metric, "not measured" + (" without a GPU" if spec.gpu_only else ""))
+            verdicts.append(Verdict(key, spec.metric, None, limit, "skip", reason))
+            continue
+        broken = measured > limit if spec.bound == "max" else measured < limit
+        verdicts.append(Verdict(key, spec.metric, measured, limit, "fail" if broken else "pass"))
+    for op, cap in budget.op_limits.items():
+        measured = (op_counts or {}).get(op, 0)
+        verdicts.append(Verdict(f"ops[{op}]", op, measured, cap, "fail" if measured > cap else "pass"))
+    return verdicts

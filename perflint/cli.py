@@ -1,0 +1,126 @@
+"""The `perflint` command. Exit codes: 0 no findings, 1 findings (or a broken budget for `trace`),
+2 usage, configuration or input error (one line on stderr, never a traceback)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+from tabulate import tabulate
+
+from perflint import __version__
+from perflint.config import ConfigError, load
+from perflint.reports import FORMATS, render
+from perflint.rule import TOOL_RULES, all_rules, rule_info
+
+SUBCOMMANDS = {"trace": "perflint.trace.cli"}
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def _codes(text: str) -> list[str]:
+    return [c for c in text.replace(",", " ").split() if c]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="perflint", description="Find PyTorch performance antipatterns without running the code. "
+                "`perflint trace FILE` checks a recorded profiler trace against budgets.")
+    p.add_argument("paths", nargs="*", default=["."], help="files or folders to lint (default: .)")
+    p.add_argument("--select", type=_codes, help="rule codes or prefixes to enable (replaces the default set)")
+    p.add_argument("--ignore", type=_codes, default=[], help="rule codes or prefixes to disable")
+    p.add_argument("--extend-select", type=_codes, default=[], help="codes or prefixes to enable in addition")
+    p.add_argument("--output-format", choices=FORMATS, default="text")
+    p.add_argument("-o", "--output-file", help="write the report to this file instead of stdout")
+    p.add_argument("--statistics", action="store_true", help="print a table of counts per rule instead")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    p.add_argument("--config", type=Path, help="settings file (pyproject.toml or perflint.toml)")
+    p.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: one per core)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write .perflint_cache/")
+    p.add_argument("--list-rules", action="store_true", help="print the rule table and exit")
+    p.add_argument("--explain", metavar="CODE", help="print a rule's page and exit")
+    p.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    p.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff, also apply unsafe fixes")
+    p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; change nothing")
+    p.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
+    p.add_argument("--version", action="version", version=f"perflint {__version__}")
+    return p
+
+
+def _list_rules() -> str:
+    rows = [(r.code, r.name, r.family(), "on" if r.default else "off", "yes" if r.gpu_only else "",
+             r.fix_safety if r.fix_safety != "none" else "", r.summary)
+            for r in [*TOOL_RULES, *all_rules().values()]]
+    return tabulate(rows, headers=["code", "name", "family", "default", "gpu", "fix", "summary"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in SUBCOMMANDS:
+        import importlib
+
+        return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except ConfigError as e:
+        print(f"perflint: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("perflint: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.list_rules:
+        print(_list_rules())
+        return EXIT_CLEAN
+    if args.explain:
+        from perflint.docs import load_effects, rule_page
+
+        try:
+            rule = rule_info(args.explain.upper())
+        except KeyError:
+            raise ConfigError(f"--explain: unknown rule code {args.explain!r}") from None
+        print(rule_page(rule, load_effects(Path(__file__).resolve().parents[1]).get(rule.code)))
+        return EXIT_CLEAN
+    if args.jobs < 0:
+        raise ConfigError("--jobs must be >= 0")
+    config = load(args.config)
+    if args.select is not None:
+        config.select = args.select
+    config.ignore += args.ignore
+    config.extend_select += args.extend_select
+    codes = config.enabled_codes()
+
+    from perflint.runner import lint_paths
+
+    findings, files = lint_paths(args.paths, config, jobs=args.jobs, use_cache=not args.no_cache)
+    if args.fix or args.diff:
+        from perflint.fix import apply_fixes
+
+        findings = apply_fixes(findings, unsafe=args.unsafe_fixes, write=args.fix, out=sys.stdout)
+    if args.statistics:
+        counts = Counter(f.code for f in findings)
+        names = {f.code: f.name for f in findings}
+        output = tabulate([(c, names[c], n) for c, n in sorted(counts.items())], headers=["code", "name", "count"]) \
+            if counts else ""
+    else:
+        rules = [rule_info(c) for c in codes]
+        color = args.output_format == "text" and args.output_file is None and sys.stdout.isatty()
+        options = {"color": color} if args.output_format == "text" else {}
+        output = render(args.output_format, findings, rules, **options)
+    if args.output_file:
+        Path(args.output_file).write_text(output + "\n", encoding="utf-8")
+    elif output:
+        print(output)
+    if args.output_format == "text" and not args.quiet and not args.diff:
+        noun = "finding" if len(findings) == 1 else "findings"
+        print(f"Found {len(findings)} {noun} in {files} files." if findings else f"All clear: {files} files checked.",
+              file=sys.stderr if args.output_file else sys.stdout)
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN

@@ -1,0 +1,399 @@
+"""What every rule needs to know about the code around a node, gathered in the engine's single pass.
+
+Rules ask the `Context`: what torch name an expression refers to through any import alias, whether the
+node runs once per loop iteration, whether it sits in a logging block gated by `step % k == 0`, under
+`no_grad`, in compiled code or in `forward`, and what kind of value an expression likely holds (tensor,
+numpy array, module, data loader, plain Python). The kind inference is deliberately simple: it follows
+assignments inside one scope and the return types of well-known torch APIs, and says "unknown" rather
+than guess. Nothing here imports or runs the analysed code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+# Kinds of values.
+TENSOR = "tensor"
+NDARRAY = "ndarray"
+MODULE = "module"
+LOADER = "loader"
+OPTIMIZER = "optimizer"
+PYTHON = "python"
+
+# torch.* callables that do not return a tensor.
+_TORCH_NOT_TENSOR = {
+    "torch.device", "torch.dtype", "torch.Size", "torch.Generator", "torch.no_grad", "torch.enable_grad",
+    "torch.inference_mode", "torch.set_grad_enabled", "torch.manual_seed", "torch.seed", "torch.is_tensor",
+    "torch.is_floating_point", "torch.numel", "torch.save", "torch.load", "torch.compile",
+    "torch.get_default_dtype", "torch.set_default_dtype", "torch.set_num_threads", "torch.get_num_threads",
+    "torch.autocast", "torch.set_float32_matmul_precision", "torch.use_deterministic_algorithms",
+    "torch.finfo", "torch.iinfo", "torch.typename", "torch.is_grad_enabled", "torch.stack_trace",
+}
+_TORCH_NOT_TENSOR_PREFIXES = ("torch.cuda.", "torch.backends.", "torch.distributed.", "torch.jit.",
+                              "torch.profiler.", "torch.utils.", "torch.optim.", "torch.autograd.profiler.",
+                              "torch.multiprocessing.", "torch.hub.", "torch.onnx.", "torch.export.",
+                              "torch.fx.", "torch._dynamo.", "torch.amp.", "torch.library.", "torch.testing.")
+# Tensor methods that return plain Python values (or numpy) rather than tensors.
+_SCALAR_METHODS = {"item", "tolist", "size", "dim", "ndimension", "numel", "nelement", "element_size",
+                   "data_ptr", "is_contiguous", "stride", "get_device", "is_floating_point", "is_complex",
+                   "storage_offset", "__len__", "equal", "type", "untyped_storage", "register_hook"}
+_PYTHON_ATTRS = {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "is_leaf", "layout",
+                 "itemsize", "nbytes", "names"}
+_TENSOR_ATTRS = {"T", "mT", "H", "mH", "data", "grad", "real", "imag"}
+_MODULE_RETURNING_METHODS = {"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16",
+                             "requires_grad_", "share_memory", "to_empty"}
+# Names that, with nothing better known, almost always hold these kinds in PyTorch code.
+_TENSOR_NAMES = {"loss", "logits", "outputs", "pred", "preds", "tensor"}
+_MODULE_NAMES = {"model", "net", "criterion", "loss_fn", "loss_func", "lossfn", "module", "encoder",
+                 "decoder", "classifier", "backbone", "head"}
+_BUILTIN_PYTHON = {"len", "int", "float", "bool", "str", "range", "sum", "min", "max", "abs", "round",
+                   "list", "tuple", "dict", "set", "sorted", "enumerate", "zip", "isinstance", "repr"}
+
+
+def dotted(node: cst.CSTNode) -> str | None:
+    """`a.b.c` for a chain of Names and Attributes, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def method_name(call: cst.Call) -> str | None:
+    """For `x.foo(...)`, "foo"."""
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+def keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional(call: cst.Call, index: int) -> cst.Arg | None:
+    args = [a for a in call.args if a.keyword is None and not a.star]
+    return args[index] if index < len(args) else None
+
+
+@dataclass
+class Scope:
+    """Names bound in one function (or the module, or a class body) and the kind of value they hold."""
+
+    node: cst.CSTNode
+    kinds: dict[str, str | None] = field(default_factory=dict)
+    loops: list[cst.CSTNode] = field(default_factory=list)
+
+
+class Context:
+    """Shared, incrementally built knowledge about the file being linted. The engine updates it while
+    walking; rules only read it."""
+
+    def __init__(self, path: str, module: cst.Module) -> None:
+        self.path = path
+        self.module = module
+        self.aliases: dict[str, str] = {}  # local name -> qualified name, from imports
+        self.module_classes: set[str] = set()  # classes in this file that subclass nn.Module
+        self.scopes: list[Scope] = [Scope(module)]
+        self.classes: list[cst.ClassDef] = []
+        self.functions: list[cst.FunctionDef] = []
+        self.gates: list[cst.If] = []  # enclosing `if step % k == 0:` blocks (in the current function)
+        self.no_grad_depth = 0
+        self.compiled_depth = 0
+        self.findings: list = []
+        self._loop_bindings: dict[cst.CSTNode, set[str]] = {}
+        self._calls: dict[cst.CSTNode, set[str]] = {}
+
+    # ---- where we are -------------------------------------------------------------------------
+    @property
+    def loops(self) -> list[cst.CSTNode]:
+        """Enclosing loops and comprehensions of the current function, innermost last."""
+        return self.scopes[-1].loops
+
+    @property
+    def in_loop(self) -> bool:
+        return bool(self.scopes[-1].loops)
+
+    @property
+    def in_logging_gate(self) -> bool:
+        """Inside `if step % k == 0:` (or similar) within the current loop: runs once every k steps."""
+        return bool(self.gates)
+
+    @property
+    def in_hot_loop(self) -> bool:
+        """Runs on every iteration of a loop: in a loop and not in a logging block."""
+        return self.in_loop and not self.gates
+
+    @property
+    def in_no_grad(self) -> bool:
+        return self.no_grad_depth > 0
+
+    @property
+    def in_compiled(self) -> bool:
+        """Inside a function decorated with torch.compile or torch.jit.script/trace."""
+        return self.compiled_depth > 0
+
+    @property
+    def function(self) -> cst.FunctionDef | None:
+        return self.functions[-1] if self.functions else None
+
+    @property
+    def in_forward(self) -> bool:
+        f = self.function
+        return f is not None and f.name.value == "forward" and bool(self.classes)
+
+    # ---- names --------------------------------------------------------------------------------
+    def qualname(self, node: cst.CSTNode) -> str | None:
+        """Qualified name of a Name/Attribute chain through import aliases: with `import torch as T`,
+        `T.nn.functional.relu` -> "torch.nn.functional.relu"; None when the head is not imported."""
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def is_torch(self, node: cst.CSTNode, *names: str) -> bool:
+        """Whether node refers to one of the given qualified names."""
+        return self.qualname(node) in names
+
+    def call_name(self, call: cst.Call) -> str | None:
+        return self.qualname(call.func)
+
+    # ---- kinds --------------------------------------------------------------------------------
+    def lookup(self, name: str) -> str | None:
+        for scope in reversed(self.scopes):
+            if name in scope.kinds:
+                return scope.kinds[name]
+        return None
+
+    def known(self, name: str) -> bool:
+        return any(name in scope.kinds for scope in self.scopes)
+
+    def bind(self, target: cst.CSTNode, kind: str | None) -> None:
+        """Record what an assignment target now holds."""
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind(element.value, kind if kind == TENSOR else None)
+            return
+        if isinstance(target, cst.StarredElement):
+            return
+        name = dotted(target)
+        if name is None:
+            return
+        scope = self.scopes[-1]
+        if "." in name and name.startswith("self.") and self.classes:
+            scope = next(s for s in reversed(self.scopes) if s.node is self.classes[-1])
+        scope.kinds[name] = kind
+
+    def kind(self, node: cst.CSTNode) -> str | None:
+        """The likely kind of value of an expression, or None when unknown."""
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = dotted(node)
+            if name is not None and self.known(name):
+                return self.lookup(name)
+            if isinstance(node, cst.Attribute):
+                attr = node.attr.value
+                if attr in _PYTHON_ATTRS:
+                    return PYTHON
+                base = self.kind(node.value)
+                if attr in _TENSOR_ATTRS and base == TENSOR:
+                    return TENSOR
+                if base == MODULE and attr in ("weight", "bias"):
+                    return TENSOR
+                return None
+            if node.value in _TENSOR_NAMES:
+                return TENSOR
+            if node.value in _MODULE_NAMES:
+                return MODULE
+            if node.value in ("True", "False", "None"):
+                return PYTHON
+            return None
+        if isinstance(node, cst.Call):
+            return self._call_kind(node)
+        if isinstance(node, cst.BinaryOperation):
+            kinds = {self.kind(node.left), self.kind(node.right)}
+            for k in (TENSOR, NDARRAY):
+                if k in kinds:
+                    return k
+            return PYTHON if kinds == {PYTHON} else None
+        if isinstance(node, cst.UnaryOperation):
+            return PYTHON if isinstance(node.operator, cst.Not) else self.kind(node.expression)
+        if isinstance(node, cst.Comparison):
+            kinds = {self.kind(node.left), *(self.kind(c.comparator) for c in node.comparisons)}
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+                return PYTHON
+            return TENSOR if TENSOR in kinds else (NDARRAY if NDARRAY in kinds else None)
+        if isinstance(node, cst.Subscript):
+            base = self.kind(node.value)
+            return base if base in (TENSOR, NDARRAY) else None
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                             cst.FormattedString, cst.List, cst.Dict, cst.Set, cst.Tuple, cst.ListComp,
+                             cst.DictComp, cst.SetComp, cst.BooleanOperation)):
+            return PYTHON if not isinstance(node, cst.BooleanOperation) else None
+        if isinstance(node, cst.IfExp):
+            body = self.kind(node.body)
+            return body if body == self.kind(node.orelse) else None
+        return None
+
+    def is_tensor(self, node: cst.CSTNode) -> bool:
+        return self.kind(node) == TENSOR
+
+    def _call_kind(self, call: cst.Call) -> str | None:
+        func = call.func
+        qual = self.qualname(func)
+        if qual is not None:
+            if qual.startswith("numpy."):
+                return NDARRAY
+            if qual == "torch.utils.data.DataLoader" or qual.endswith(".DataLoader"):
+                return LOADER
+            if qual.startswith("torch.optim.") and qual.rsplit(".", 1)[1][:1].isupper():
+                return OPTIMIZER
+            if qual == "torch.compile" or qual in ("torch.jit.script", "torch.jit.trace"):
+                return MODULE
+            if qual.startswith("torch.nn.functional."):
+                return TENSOR
+            if qual.startswith("torch.nn.") and qual.rsplit(".", 1)[1][:1].isupper():
+                return MODULE
+            if qual.startswith("torch.") and qual not in _TORCH_NOT_TENSOR and \
+                    not qual.startswith(_TORCH_NOT_TENSOR_PREFIXES) and qual.count(".") == 1:
+                return TENSOR
+            if qual.startswith("torch.linalg.") or qual.startswith("torch.fft.") or qual.startswith("torch.special."):
+                return TENSOR
+            return None
+        if isinstance(func, cst.Name):
+            if func.value in self.module_classes:
+                return MODULE
+            if func.value in _BUILTIN_PYTHON and not self.known(func.value):
+                return PYTHON
+        name = dotted(func)
+        if name is not None and self.known(name):
+            return TENSOR if self.lookup(name) == MODULE else None
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            receiver = self.kind(func.value)
+            if receiver == TENSOR:
+                if method == "numpy":
+                    return NDARRAY
+                return PYTHON if method in _SCALAR_METHODS else TENSOR
+            if receiver == NDARRAY:
+                return PYTHON if method in ("item", "tolist") else NDARRAY
+            if receiver == MODULE:
+                return MODULE if method in _MODULE_RETURNING_METHODS else None
+            if receiver is None and method in _MODULE_NAMES and name is not None and not self.known(name):
+                return TENSOR  # self.model(x)
+            return None
+        if isinstance(func, cst.Name) and func.value in _MODULE_NAMES:
+            return TENSOR  # model(x), criterion(out, y)
+        return None
+
+    # ---- loops --------------------------------------------------------------------------------
+    def calls_in(self, node: cst.CSTNode) -> set[str]:
+        """Qualified names (or dotted names, when not imported) of every call inside a subtree."""
+        names = self._calls.get(node)
+        if names is None:
+            names = self._calls[node] = set()
+            for call in _find(node, cst.Call):
+                name = self.qualname(call.func) or dotted(call.func)
+                if name:
+                    names.add(name)
+        return names
+
+    def assigned_in(self, loop: cst.CSTNode) -> set[str]:
+        """Dotted names (re)bound anywhere inside a loop, including its target: a value not in this set
+        is the same on every iteration."""
+        names = self._loop_bindings.get(loop)
+        if names is None:
+            names = self._loop_bindings[loop] = _bound_names(loop)
+        return names
+
+
+def _find(node: cst.CSTNode, node_type: type) -> list:
+    """Every node of a type in a subtree (a plain libcst visit: used lazily, for rare questions)."""
+    found = []
+
+    class _Find(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, node_type):
+                found.append(n)
+            return True
+
+    node.visit(_Find())
+    return found
+
+
+def _bound_names(node: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+
+    class _Collect(cst.CSTVisitor):
+        def _add(self, target: cst.CSTNode) -> None:
+            if isinstance(target, (cst.Tuple, cst.List)):
+                for e in target.elements:
+                    self._add(e.value)
+            elif isinstance(target, cst.StarredElement):
+                self._add(target.value)
+            else:
+                name = dotted(target)
+                if name is not None:
+                    out.add(name)
+                elif isinstance(target, cst.Subscript):
+                    base = dotted(target.value)
+                    if base is not None:
+                        out.add(base)
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            self._add(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self._add(node.target)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._add(node.target)
+
+        def visit_For(self, node: cst.For) -> None:
+            self._add(node.target)
+
+        def visit_CompFor(self, node: cst.CompFor) -> None:
+            self._add(node.target)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            self._add(node.target)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            # x.mul_(2), x.copy_(y), xs.append(t): in-place methods change their receiver.
+            if isinstance(node.func, cst.Attribute):
+                m = node.func.attr.value
+                if m.endswith("_") and not m.endswith("__") or m in ("append", "extend", "update", "add_module"):
+                    base = dotted(node.func.value)
+                    if base is not None:
+                        out.add(base)
+
+    node.visit(_Collect())
+    return out
+
+
+def may_be_tensor(ctx: Context, node: cst.CSTNode) -> bool:
+    """For methods that in PyTorch code are nearly always called on tensors (`.item()`, `.cpu()`):
+    anything not known to be something else."""
+    return ctx.kind(node) in (TENSOR, None)
+
+
+def truth_tested(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The sub-expressions whose truth value a condition takes: `a and not b` -> [a, b]."""
+    out, stack = [], [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BooleanOperation):
+            stack += [node.left, node.right]
+        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            stack.append(node.expression)
+        else:
+            out.append(node)
+    return out

@@ -1,0 +1,79 @@
+"""Line and column numbers for reported nodes, computed only for files that have findings.
+
+libcst's PositionProvider costs about 2.4x a parse (measured on 27,782 lines: parse 2.5 s, positions
+6.0 s), because it builds two objects per node and splits every token with a regex. This codegen state
+keeps plain tuples and counts newlines with str methods; it gives the same syntactic ranges.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from typing import Iterator
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+_NEWLINE = re.compile(r"\r\n?|\n")
+
+Range = tuple[int, int, int, int]  # start line (1-based), start column (0-based), end line, end column
+
+
+class _PositionState(CodegenState):
+    __slots__ = ("line", "column", "ranges", "_stack")
+
+    def __init__(self, default_indent: str, default_newline: str) -> None:
+        super().__init__(default_indent=default_indent, default_newline=default_newline)
+        self.line = 1
+        self.column = 0
+        self.ranges: dict[cst.CSTNode, Range] = {}
+        self._stack: list[tuple[int, int]] = []
+
+    def _advance(self, value: str) -> None:
+        if "\n" not in value and "\r" not in value:
+            self.column += len(value)
+        elif "\r" not in value:
+            self.line += value.count("\n")
+            self.column = len(value) - value.rfind("\n") - 1
+        else:
+            parts = _NEWLINE.split(value)
+            self.line += len(parts) - 1
+            self.column = len(parts[-1])
+
+    def add_indent_tokens(self) -> None:
+        self.tokens.extend(self.indent_tokens)
+        for token in self.indent_tokens:
+            self._advance(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self._advance(value)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._stack.append((self.line, self.column))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        line, column = self._stack.pop()
+        if node not in self.ranges:
+            self.ranges[node] = (line, column, self.line, self.column)
+
+    @contextmanager
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
+                                  end_node: cst.CSTNode | None = None) -> Iterator[None]:
+        line, column = self.line, self.column
+        try:
+            yield
+        finally:
+            end_line, end_column = self.line, self.column
+            if start_node is not None:
+                line, column = self.ranges[start_node][:2]
+            if end_node is not None:
+                end_line, end_column = self.ranges[end_node][2:]
+            self.ranges[node] = (line, column, end_line, end_column)
+
+
+def node_ranges(module: cst.Module) -> dict[cst.CSTNode, Range]:
+    """Syntactic range of every node in the module, as PositionProvider would give it."""
+    state = _PositionState(module.default_indent, module.default_newline)
+    module._codegen(state)
+    return state.ranges

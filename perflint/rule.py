@@ -1,0 +1,174 @@
+"""A rule is one small class; this module defines its shape, the findings it makes and the registry.
+
+A rule subclasses `Rule`, sets its metadata and documentation as class attributes, and implements
+`visit_<NodeType>(self, node, ctx)` (and optionally `leave_<NodeType>` or `finish(ctx)`) for the libcst
+node types it cares about. The engine calls every rule from one traversal. `valid` and `invalid` hold
+code samples that the test suite runs for every registered rule: each line of an invalid sample that
+ends in `# expect: CODE` must be reported, and no other line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import libcst as cst
+
+FAMILIES = {
+    "0": "tool", "1": "hidden syncs", "2": "transfers", "3": "fusion and vectorization", "4": "compile",
+    "5": "data loading", "6": "autograd, inference, memory", "7": "distributed",
+    "8": "numerics and tensor cores", "9": "benchmarking hygiene",
+}
+SEVERITIES = ("error", "warning", "info")
+RULES_URL = "https://github.com/torch-perflint/torch-perflint/blob/main/rules/"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two (line, 1-based column) positions with `content`."""
+
+    content: str
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: str  # "safe" or "unsafe"
+    message: str
+    edits: tuple[Edit, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int  # 1-based
+    col: int  # 1-based
+    end_line: int
+    end_col: int
+    code: str
+    name: str
+    message: str
+    severity: str = "warning"
+    fix: Fix | None = None
+
+    @property
+    def url(self) -> str:
+        return rule_url(self.code, self.name)
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.col, self.code)
+
+
+def rule_url(code: str, name: str) -> str:
+    return f"{RULES_URL}{code}-{name}/README.md"
+
+
+@dataclass
+class Pending:
+    """A finding before positions are known (they are computed only for files that have findings)."""
+
+    rule: "Rule"
+    node: cst.CSTNode
+    message: str
+    replacement: cst.CSTNode | None = None
+    fix_node: cst.CSTNode | None = None  # the node the replacement takes the place of (default: node)
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]  # kebab-case
+    summary: ClassVar[str]  # one line: what it reports
+    message: ClassVar[str] = ""  # default finding message; defaults to the summary
+    severity: ClassVar[str] = "warning"
+    default: ClassVar[bool] = True  # on unless selected explicitly when False
+    gpu_only: ClassVar[bool] = False  # the cost exists only when the code runs on an accelerator
+    fix_safety: ClassVar[str] = "none"  # "safe", "unsafe" or "none"
+    why: ClassVar[str] = ""  # why it is slow (compute, memory bandwidth, overhead; sync, copy)
+    example: ClassVar[str] = ""  # the antipattern
+    instead: ClassVar[str] = ""  # what to write instead
+    known_problems: ClassVar[str] = ""  # when the rule is wrong, and when it stays quiet on purpose
+    proof_metric: ClassVar[str] = ""  # the deterministic count its reference pair improves
+    valid: ClassVar[tuple[str, ...]] = ()
+    invalid: ClassVar[tuple[str, ...]] = ()
+
+    def report(self, ctx, node: cst.CSTNode, message: str | None = None, *,
+               replacement: cst.CSTNode | None = None, fix_node: cst.CSTNode | None = None) -> None:
+        """Record a finding at `node`; with `replacement`, a fix that puts it in place of `fix_node`."""
+        ctx.findings.append(Pending(self, node, message or self.message or self.summary, replacement, fix_node))
+
+    @classmethod
+    def family(cls) -> str:
+        return FAMILIES[cls.code[3]]
+
+    @classmethod
+    def url(cls) -> str:
+        return rule_url(cls.code, cls.name)
+
+
+@dataclass
+class ToolRule:
+    """PFL001 and PFL002 are made by the engine, not by a visitor; they share the rule metadata shape."""
+
+    code: str
+    name: str
+    summary: str
+    severity: str = "error"
+    default: bool = True
+    gpu_only: bool = False
+    fix_safety: str = "none"
+    why: str = ""
+    example: str = ""
+    instead: str = ""
+    known_problems: str = ""
+    proof_metric: str = ""
+    valid: tuple = field(default_factory=tuple)
+    invalid: tuple = field(default_factory=tuple)
+
+    def family(self) -> str:
+        return FAMILIES["0"]
+
+    def url(self) -> str:
+        return rule_url(self.code, self.name)
+
+
+SYNTAX_ERROR = ToolRule(
+    "PFL001", "syntax-error", "the file cannot be read or parsed, so it was not analysed",
+    why="A file perflint cannot parse is a file it cannot check; the finding says where the parser stopped.",
+    instead="Fix the syntax error, or exclude the file (`exclude` in `[tool.perflint]`).")
+RULE_CRASHED = ToolRule(
+    "PFL002", "rule-crashed", "a rule raised an exception on this file; the other rules still ran",
+    why="A bug in perflint, never in your code. The message names the rule and the exception.",
+    instead="Report it with the file that triggers it; meanwhile `# perflint: noqa` or `--ignore` the rule.")
+TOOL_RULES = (SYNTAX_ERROR, RULE_CRASHED)
+
+_registry: dict[str, type[Rule]] | None = None
+
+
+def all_rules() -> dict[str, type[Rule]]:
+    """Every rule class in perflint.rules, by code. Each module there defines one rule."""
+    global _registry
+    if _registry is None:
+        import perflint.rules as package
+
+        found: dict[str, type[Rule]] = {}
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            for value in vars(module).values():
+                if isinstance(value, type) and issubclass(value, Rule) and value is not Rule \
+                        and value.__module__ == module.__name__ and getattr(value, "code", None):
+                    if value.code in found:
+                        raise RuntimeError(f"duplicate rule code {value.code}")
+                    found[value.code] = value
+        _registry = dict(sorted(found.items()))
+    return _registry
+
+
+def rule_info(code: str):
+    """The rule class (or tool rule) for a code."""
+    for tool in TOOL_RULES:
+        if tool.code == code:
+            return tool
+    return all_rules()[code]

@@ -1,0 +1,1 @@
+"""One module per rule; `perflint.rule.all_rules()` finds them. Shared base classes live in `_base.py`."""
