@@ -1,0 +1,81 @@
+"""Reference pairs: `rules/<CODE>-<name>/antipattern.py` and `optimized.py`.
+
+Convention: `antipattern.py` defines `make_inputs()` (deterministic, seeded) and `run(*inputs)`;
+`optimized.py` defines `run(*inputs)` for the same inputs and returns the same result. Both run on the
+CPU in well under a second. `python -m tests.pairs` measures every pair with pytest_perf's recorder and
+writes `rules/effects.json`, which the rule pages quote and `test_rule_pairs.py` re-checks.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES_DIR = ROOT / "rules"
+EFFECTS = RULES_DIR / "effects.json"
+COMMAND = "python -m tests.pairs"
+
+
+def pair_dirs() -> list[Path]:
+    return sorted(p.parent for p in RULES_DIR.glob("PFL*/antipattern.py"))
+
+
+def load(path: Path):
+    name = f"_pair_{path.parent.name.replace('-', '_')}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def measure(run, inputs) -> tuple[dict, object]:
+    """Run once to warm up, then once under the recorder: (metrics, result)."""
+    from pytest_perf.measure import Plan, Recorder
+
+    run(*inputs)
+    recorder = Recorder(Plan.full())
+    recorder.start()
+    try:
+        result = run(*inputs)
+    finally:
+        recorder.stop()
+    return recorder.result.metrics, result
+
+
+def measure_pair(directory: Path) -> tuple[dict, dict, object, object]:
+    anti, opt = load(directory / "antipattern.py"), load(directory / "optimized.py")
+    inputs = anti.make_inputs()
+    anti_metrics, anti_result = measure(anti.run, inputs)
+    inputs = anti.make_inputs()
+    opt_metrics, opt_result = measure(opt.run, inputs)
+    return anti_metrics, opt_metrics, anti_result, opt_result
+
+
+def code_of(directory: Path) -> str:
+    return directory.name.split("-", 1)[0]
+
+
+def main() -> int:
+    from perflint.rule import all_rules
+
+    rules = all_rules()
+    effects = json.loads(EFFECTS.read_text()) if EFFECTS.exists() else {}
+    for directory in pair_dirs():
+        rule = rules.get(code_of(directory))
+        if rule is None or not rule.proof_metric or rule.gpu_only:
+            continue
+        anti, opt, _, _ = measure_pair(directory)
+        metric = rule.proof_metric
+        entry = effects.get(rule.code, {})
+        entry.update({"metric": metric, "antipattern": anti[metric], "optimized": opt[metric], "command": COMMAND})
+        effects[rule.code] = entry
+        print(f"{rule.code} {metric}: {anti[metric]} -> {opt[metric]}")
+    EFFECTS.write_text(json.dumps(dict(sorted(effects.items())), indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
