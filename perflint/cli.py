@@ -101,10 +101,19 @@ def _run(args: argparse.Namespace) -> int:
     from perflint.runner import lint_paths
 
     findings, files = lint_paths(args.paths, config, jobs=args.jobs, use_cache=not args.no_cache)
-    if args.fix or args.diff:
+    if args.diff:
         from perflint.fix import apply_fixes
 
-        findings = apply_fixes(findings, unsafe=args.unsafe_fixes, write=args.fix, out=sys.stdout)
+        _, fixes = apply_fixes(findings, codes, unsafe=args.unsafe_fixes, write=False, out=sys.stdout)
+        if not args.quiet:
+            print(f"Would fix {fixes} finding{'s' if fixes != 1 else ''}.", file=sys.stderr)
+        return EXIT_FINDINGS if fixes and not args.exit_zero else EXIT_CLEAN
+    if args.fix:
+        from perflint.fix import apply_fixes
+
+        findings, fixes = apply_fixes(findings, codes, unsafe=args.unsafe_fixes, write=True, out=sys.stdout)
+        if not args.quiet and args.output_format == "text":
+            print(f"Fixed {fixes} finding{'s' if fixes != 1 else ''}.", file=sys.stderr)
     if args.statistics:
         counts = Counter(f.code for f in findings)
         names = {f.code: f.name for f in findings}
@@ -119,7 +128,7 @@ def _run(args: argparse.Namespace) -> int:
         Path(args.output_file).write_text(output + "\n", encoding="utf-8")
     elif output:
         print(output)
-    if args.output_format == "text" and not args.quiet and not args.diff:
+    if args.output_format == "text" and not args.quiet:
         noun = "finding" if len(findings) == 1 else "findings"
         print(f"Found {len(findings)} {noun} in {files} files." if findings else f"All clear: {files} files checked.",
               file=sys.stderr if args.output_file else sys.stdout)

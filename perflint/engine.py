@@ -8,9 +8,11 @@ only when a file has findings (see positions.py). The engine never imports or ru
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 import sys
+import warnings
 from typing import Callable, Iterable
 
 import libcst as cst
@@ -76,13 +78,8 @@ class Linter:
         """Findings for one file's content; never raises for bad input."""
         try:
             module = cst.parse_module(source)
-        except cst.ParserSyntaxError as e:
-            return [self._tool_finding(SYNTAX_ERROR, path, e.raw_line, e.raw_column + 1,
-                                       f"cannot parse: {e.message}")]
-        except (UnicodeError, ValueError, SyntaxError, RecursionError) as e:
-            line = getattr(e, "lineno", None) or 1
-            return [self._tool_finding(SYNTAX_ERROR, path, line, 1,
-                                       f"cannot parse: {str(e).splitlines()[0] if str(e) else type(e).__name__}")]
+        except Exception as e:  # the parser's errors are not all ParserSyntaxError (NUL bytes, bad cookies)
+            return [self._syntax_error(source, path, e)]
         if isinstance(source, bytes):
             try:
                 text = source.decode(module.encoding).lstrip("\ufeff")
@@ -109,6 +106,22 @@ class Linter:
             findings.extend(self._place(module, ctx.findings, text, path))
         return findings
 
+    def _syntax_error(self, source: bytes | str, path: str, error: Exception) -> Finding:
+        """Python's own compiler says best where and why a file is broken; libcst's message is the
+        fallback for what Python accepts but libcst does not."""
+        if isinstance(error, RecursionError):
+            return self._tool_finding(SYNTAX_ERROR, path, 1, 1, "cannot parse: the code is nested too deeply")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as e:
+            return self._tool_finding(SYNTAX_ERROR, path, e.lineno or 1, max(e.offset or 1, 1), f"cannot parse: {e.msg}")
+        except (ValueError, UnicodeError, RecursionError, MemoryError) as e:
+            return self._tool_finding(SYNTAX_ERROR, path, 1, 1, f"cannot parse: {_first_line(e)}")
+        line = getattr(error, "raw_line", None) or 1
+        return self._tool_finding(SYNTAX_ERROR, path, line, 1, f"cannot parse: {_first_line(error)}")
+
     @staticmethod
     def _tool_finding(tool, path: str, line: int, col: int, message: str) -> Finding:
         return Finding(path, line, col, line, col, tool.code, tool.name, message, tool.severity)
@@ -132,6 +145,11 @@ class Linter:
             out.append(Finding(path, line, col + 1, end_line, end_col + 1, p.rule.code, p.rule.name,
                                p.message, p.rule.severity, fix))
         return out
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _suppressed(lines: list[str], rows: tuple[int, int], code: str) -> bool:

@@ -29,7 +29,7 @@ def _lint_one(item: tuple[str, bytes]) -> list[Finding]:
 def display_path(path: Path) -> str:
     """Relative to the working directory when below it, with forward slashes."""
     try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return path.absolute().relative_to(Path.cwd().absolute()).as_posix()
     except ValueError:
         return path.as_posix()
 

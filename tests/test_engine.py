@@ -1,0 +1,155 @@
+"""The engine on awkward input: encodings, line endings, broken files, crashing rules, random text."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from perflint.engine import Linter
+from perflint.rule import Rule, all_rules
+from tests.conftest import SYNC_LOOP
+
+LINTER = Linter(all_rules().values())
+
+
+def codes_at(source, path="x.py"):
+    return [(f.line, f.col, f.code) for f in LINTER.lint_source(source, path)]
+
+
+def test_encoding_cookie_and_latin1_bytes():
+    src = b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + SYNC_LOOP.encode()
+    assert codes_at(src) == [(9, 18, "PFL101")]
+
+
+def test_utf8_bom_crlf_and_tabs():
+    src = ("\ufeff" + SYNC_LOOP.replace("    ", "\t")).replace("\n", "\r\n").encode("utf-8")
+    assert codes_at(src) == [(7, 12, "PFL101")]  # a tab is one column, as in ruff
+
+
+def test_empty_and_whitespace_only_files():
+    assert codes_at(b"") == [] and codes_at(b"\n\n   \n") == []
+
+
+def test_very_long_file():
+    src = SYNC_LOOP + "x = 1\n" * 20_000 + SYNC_LOOP.replace("def train", "def train2")
+    assert [c for c in codes_at(src)] == [(7, 18, "PFL101"), (20_015, 18, "PFL101")]
+
+
+@pytest.mark.parametrize("source,line", [
+    (b"x = (\n", 1),
+    (b"def f(:\n    pass\n", 1),
+    (b"x = 1\x00\n", 1),
+    (b"\xff\xfe garbage", 1),
+    (b"# -*- coding: nonexistent -*-\nx = 1\n", 1),
+])
+def test_unparsable_input_is_pfl001(source, line):
+    (finding,) = LINTER.lint_source(source, "bad.py")
+    assert finding.code == "PFL001" and finding.line == line and finding.message.startswith("cannot ")
+
+
+def test_deeply_nested_expression_does_not_crash():
+    src = "x = " + "(" * 200 + "1" + ")" * 200 + "\n" + "y = " + " + ".join(["a"] * 1500) + "\n"
+    assert all(code == "PFL001" for _, _, code in codes_at(src))
+
+
+class _Exploding(Rule):
+    code = "PFL999"
+    name = "exploding"
+    summary = "raises on every call"
+
+    def visit_Call(self, node, ctx):
+        raise ValueError("boom")
+
+
+def test_crashing_rule_becomes_pfl002_and_other_rules_still_run():
+    linter = Linter([*all_rules().values(), _Exploding])
+    found = [(f.code, f.message) for f in linter.lint_source(SYNC_LOOP, "x.py")]
+    assert ("PFL002", "PFL999 (exploding) raised ValueError: boom") in found
+    assert any(code == "PFL101" for code, _ in found)
+
+
+def test_import_aliases_are_resolved():
+    src = textwrap.dedent("""\
+        import torch as T
+        from torch import cuda
+        from torch.nn import functional as F
+        for i in range(3):
+            T.cuda.synchronize()
+            cuda.synchronize()
+            y = F.relu(x)
+            if y.any():
+                pass
+        """)
+    assert codes_at(src) == [(5, 5, "PFL109"), (6, 5, "PFL109"), (8, 8, "PFL105")]
+
+
+def test_shadowed_or_unimported_names_are_not_torch():
+    src = "class torch:\n    pass\nfor i in range(3):\n    cuda.synchronize()\n"
+    assert codes_at(src) == []
+
+
+def test_functions_inside_loops_do_not_inherit_the_loop():
+    src = "for i in range(3):\n    def f(t):\n        return t.item()\n"
+    assert codes_at(src) == []
+
+
+def test_for_iterable_is_evaluated_once():
+    src = "for v in t.tolist():\n    pass\nxs = [v for v in t.tolist()]\n"
+    assert codes_at(src) == []
+
+
+SOURCE_CHARS = st.sampled_from(list("abt ()[]{}:.=+-*/%,\n\t#'\"\\0123456789") + ["for ", "if ", "while ",
+                                                                                 ".item()", "torch.", "import "])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(SOURCE_CHARS, max_size=80).map("".join))
+def test_random_text_never_raises(text):
+    findings = LINTER.lint_source(text, "fuzz.py")
+    assert all(f.line >= 1 and f.col >= 1 for f in findings)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_random_bytes_never_raise(data):
+    LINTER.lint_source(data, "fuzz.py")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 6), st.sampled_from(["loss.item()", "t.tolist()", "float(loss)"]))
+def test_finding_line_tracks_inserted_lines(blank, call):
+    src = "\n" * blank + f"for x in xs:\n    loss = model(x)\n    v = {call}\n"
+    (finding,) = LINTER.lint_source(src, "x.py")
+    assert finding.line == blank + 3
+
+
+def test_linter_runs_without_torch(tmp_path):
+    """The linter (and everything `perflint` imports) must not need torch: block it and lint."""
+    (tmp_path / "a.py").write_text(SYNC_LOOP)
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from perflint.cli import main\n"
+            "rc = main(['--no-cache', '--output-format', 'sarif', '-o', 'out.sarif', 'a.py'])\n"
+            "main(['--list-rules']); main(['--explain', 'PFL101'])\n"
+            "assert not any(m == 'torch' or m.startswith('torch.') for m in sys.modules if sys.modules[m]), 'torch'\n"
+            "sys.exit(rc)\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    assert "PFL101" in (tmp_path / "out.sarif").read_text()
+
+
+def test_positions_match_libcst_position_provider():
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from perflint.positions import node_ranges
+
+    module = cst.parse_module(SYNC_LOOP.replace("\n", "\r\n") + 'x = """a\nb"""; y = (1,\n 2)\n')
+    ours = node_ranges(module)
+    theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert {n: (r.start.line, r.start.column, r.end.line, r.end.column) for n, r in theirs.items()} == \
+        {n: ours[n] for n in theirs}
