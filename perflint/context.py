@@ -30,6 +30,8 @@ _TORCH_NOT_TENSOR = {
     "torch.get_default_dtype", "torch.set_default_dtype", "torch.set_num_threads", "torch.get_num_threads",
     "torch.autocast", "torch.set_float32_matmul_precision", "torch.use_deterministic_algorithms",
     "torch.finfo", "torch.iinfo", "torch.typename", "torch.is_grad_enabled", "torch.stack_trace",
+    "torch.is_complex", "torch.is_conj", "torch.is_neg", "torch.is_inference", "torch.is_signed",
+    "torch.is_storage", "torch.is_same_size", "torch.is_autocast_enabled", "torch.initial_seed",
 }
 _TORCH_NOT_TENSOR_PREFIXES = ("torch.cuda.", "torch.backends.", "torch.distributed.", "torch.jit.",
                               "torch.profiler.", "torch.utils.", "torch.optim.", "torch.autograd.profiler.",
@@ -108,6 +110,7 @@ class Context:
         self.findings: list = []
         self._loop_bindings: dict[cst.CSTNode, set[str]] = {}
         self._calls: dict[cst.CSTNode, set[str]] = {}
+        self._trains: dict[cst.CSTNode, bool] = {}
 
     # ---- where we are -------------------------------------------------------------------------
     @property
@@ -397,3 +400,175 @@ def truth_tested(test: cst.BaseExpression) -> list[cst.BaseExpression]:
         else:
             out.append(node)
     return out
+
+
+# ---- devices and transfers (PFL2xx) -------------------------------------------------------------
+_DEVICE_TYPES = {"cpu", "cuda", "mps", "xpu", "hpu", "npu", "meta", "xla", "mtia", "privateuseone"}
+_DEVICE_WORDS = {"device", "dev", "gpu", "rank", "local_rank", "gpu_id", "device_id", "cuda_device"}
+
+
+@dataclass(frozen=True)
+class Move:
+    """What a `.to(...)`, `.cuda(...)` or `.cpu(...)` call moves its receiver to."""
+
+    device: str | None  # "cpu", "cuda", ... when it can be read off the code; else None
+    expr: cst.BaseExpression | None  # the device argument as written (None for `.cuda()` / `.cpu()`)
+    non_blocking: bool
+    plain: bool  # `.to(dev)`, `.to(device=dev)`, `.cuda()`: one device argument and nothing else
+
+
+def device_literal(ctx: Context, expr: cst.BaseExpression) -> str | None:
+    """"cpu" for `"cpu"`, `"cpu:0"`, `torch.device("cpu")`; "cuda" for `"cuda:1"`; None otherwise."""
+    if isinstance(expr, cst.Call) and ctx.is_torch(expr.func, "torch.device") and expr.args:
+        expr = expr.args[0].value
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        kind = value.split(":")[0] if isinstance(value, str) else None
+        return kind if kind in _DEVICE_TYPES else None
+    return None
+
+
+def looks_like_device(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """A device literal, `torch.device(...)`, an int (a GPU index), or a name such as `device`,
+    `self.device`, `args.gpu`, `x.device`, `local_rank`. Names that could be a dtype or a tensor are not."""
+    if device_literal(ctx, expr) is not None or isinstance(expr, cst.Integer):
+        return True
+    if isinstance(expr, cst.Call):
+        return ctx.is_torch(expr.func, "torch.device")
+    name = dotted(expr)
+    if name is None:
+        return False
+    last = name.rsplit(".", 1)[-1].lower()
+    return last in _DEVICE_WORDS or last.endswith(("_device", "_dev", "_gpu")) or last.startswith("device_")
+
+
+def device_move(ctx: Context, call: cst.Call) -> Move | None:
+    """For `x.to(dev, ...)`, `x.cuda(...)`, `x.cpu(...)`: where it moves x; None when the call is not a
+    device move (`x.to(torch.float16)`, `x.to(other)`, `x.to(unknown)`) or not one of these methods."""
+    method = method_name(call)
+    nb = keyword(call, "non_blocking")
+    non_blocking = nb is not None and not (isinstance(nb.value, cst.Name) and nb.value.value == "False")
+    if method in ("cuda", "cpu"):
+        first = positional(call, 0) or keyword(call, "device")
+        expr = first.value if first is not None else None
+        second = positional(call, 1)
+        if method == "cuda" and second is not None and not (isinstance(second.value, cst.Name)
+                                                             and second.value.value == "False"):
+            non_blocking = True  # x.cuda(dev, True)
+        return Move(method, expr, non_blocking, plain=not call.args)
+    if method != "to":
+        return None
+    arg = keyword(call, "device") or positional(call, 0)
+    if arg is None or not looks_like_device(ctx, arg.value):
+        return None
+    if positional(call, 1) is not None and isinstance(positional(call, 1).value, cst.Name) \
+            and positional(call, 1).value.value == "True" and arg is positional(call, 0):
+        non_blocking = True  # x.to(dev, True) is x.to(dev, non_blocking=True)
+    return Move(device_literal(ctx, arg.value), arg.value, non_blocking, plain=len(call.args) == 1)
+
+
+# ---- training and evaluation code (PFL4xx-6xx) --------------------------------------------------
+_EVAL_WORDS = {"eval", "evaluate", "evaluation", "validate", "validation", "val", "valid", "test", "predict",
+               "prediction", "infer", "inference"}
+_LOSS_WORDS = ("loss", "criterion", "metric")
+
+
+def eval_like(name: str) -> bool:
+    """`evaluate`, `validate_one_epoch`, `run_inference`, `test`: a function name that says it evaluates."""
+    return any(part in _EVAL_WORDS for part in name.lower().split("_"))
+
+
+def trains(ctx: Context, node: cst.CSTNode) -> bool:
+    """Whether a subtree calls `.backward()` (on anything) or an optimizer's (or grad scaler's) `.step()`."""
+    found = ctx._trains.get(node)
+    if found is None:
+        found = False
+        for call in _find(node, cst.Call):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+                found = True
+            elif isinstance(func, cst.Attribute) and func.attr.value == "step":
+                head = (dotted(func.value) or "").rsplit(".", 1)[-1].lower()
+                found = any(w in head for w in ("optim", "opt", "scaler"))
+            elif ctx.qualname(func) == "torch.autograd.backward":
+                found = True
+            if found:
+                break
+        ctx._trains[node] = found
+    return found
+
+
+def module_call(ctx: Context, call: cst.Call) -> str | None:
+    """For `model(x)` / `self.net(x)`, where the callee is a module (known, or named like one) that is not a
+    loss or metric: its dotted name; else None."""
+    name = dotted(call.func)
+    if name is None or ctx.qualname(call.func) is not None:
+        return None
+    last = name.rsplit(".", 1)[-1].lower()
+    if any(w in last for w in _LOSS_WORDS):
+        return None
+    if ctx.known(name):
+        return name if ctx.lookup(name) == MODULE else None
+    return name if last in _MODULE_NAMES or last.endswith(("model", "_net", "net")) else None
+
+
+_COMPILE_ONLY = {"torch.compile", "torch._dynamo.optimize"}
+
+
+def compile_decorated(ctx: Context, func: cst.FunctionDef) -> bool:
+    """Whether a function is decorated with `torch.compile` (bare or called), not TorchScript."""
+    for d in func.decorators:
+        expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+        if ctx.qualname(expr) in _COMPILE_ONLY:
+            return True
+    return False
+
+
+def in_torch_compiled(ctx: Context) -> bool:
+    """Inside (any level of) a function decorated with `torch.compile`: dynamo traces this code."""
+    return any(compile_decorated(ctx, f) for f in ctx.functions)
+
+
+# ---- elementwise ops (PFL3xx) --------------------------------------------------------------------
+ELEMENTWISE = frozenset({
+    "abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "square", "pow",
+    "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "sigmoid", "erf", "erfc", "reciprocal",
+    "sign", "floor", "ceil", "round", "trunc", "frac", "clamp", "clip", "clamp_min", "clamp_max", "add", "sub",
+    "mul", "div", "true_divide", "maximum", "minimum", "relu", "gelu", "silu", "mish", "softplus", "relu6",
+    "leaky_relu", "elu", "selu", "celu", "hardsigmoid", "hardswish", "hardtanh", "logit", "lerp", "where",
+    "addcmul", "addcdiv", "nan_to_num"})
+_ELEMENTWISE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power)
+
+
+def elementwise_kind(ctx: Context, node: cst.CSTNode) -> str | None:
+    """"call" for an elementwise torch call or tensor method (`torch.tanh(x)`, `F.gelu(x)`, `x.sigmoid()`),
+    "operator" for `a + b`, `a * b`, `-a`, ... that is not plain Python arithmetic; None otherwise."""
+    if isinstance(node, cst.Call):
+        qual = ctx.qualname(node.func)
+        if qual is not None:
+            head, _, last = qual.rpartition(".")
+            return "call" if last in ELEMENTWISE and head in ("torch", "torch.nn.functional", "torch.special") \
+                else None
+        method = method_name(node)
+        if method is not None and method.rstrip("_") in ELEMENTWISE and ctx.kind(node.func.value) in (TENSOR, None) \
+                and not _python_scalar(ctx, node.func.value):
+            return "call"
+        return None
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _ELEMENTWISE_OPERATORS):
+        return None if _python_scalar(ctx, node.left) and _python_scalar(ctx, node.right) else "operator"
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return None if _python_scalar(ctx, node.expression) else "operator"
+    return None
+
+
+def _python_scalar(ctx: Context, node: cst.CSTNode) -> bool:
+    """A number, or arithmetic on numbers and `math.*` names: `2 / math.pi`, `math.sqrt(2)`."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        return _python_scalar(ctx, node.left) and _python_scalar(ctx, node.right)
+    if isinstance(node, cst.UnaryOperation):
+        return _python_scalar(ctx, node.expression)
+    target = node.func if isinstance(node, cst.Call) else node
+    qual = ctx.qualname(target)
+    return qual is not None and qual.startswith("math.") or ctx.kind(node) == PYTHON

@@ -23,7 +23,7 @@ def _block(text: str) -> str:
 
 
 def effect_line(effect: dict | None) -> str:
-    if not effect:
+    if not effect or "metric" not in effect:
         return "not measured"
     return (f"{effect['metric']}: {effect['antipattern']} -> {effect['optimized']} "
             f"(`{effect['command']}`)")
@@ -43,10 +43,12 @@ def rule_page(rule, effect: dict | None = None) -> str:
     parts += ["## Fix safety", "", FIX_TEXT[rule.fix_safety], ""]
     if rule.known_problems:
         parts += ["## Known problems and when it stays quiet", "", _block(rule.known_problems), ""]
-    if effect is not None or rule.proof_metric:
+    if rule.proof_metric:
         parts += ["## Measured effect", "", effect_line(effect), ""]
-        if effect and effect.get("benchmark"):
-            parts += [effect["benchmark"], ""]
+    elif rule.proof_note:
+        parts += ["## Measured effect", "", f"No deterministic count applies: {rule.proof_note}", ""]
+    if effect and effect.get("benchmark"):
+        parts += [effect["benchmark"], ""]
     if effect and effect.get("corpus"):
         parts += ["## On real code", "", effect["corpus"], ""]
     return "\n".join(parts)
@@ -66,7 +68,8 @@ def index_page(effects: dict) -> str:
             "|---|---|---|---|---|---|---|"]
     for rule in [*TOOL_RULES, *all_rules().values()]:
         effect = effects.get(rule.code)
-        effect_text = f"{effect['metric']} {effect['antipattern']} -> {effect['optimized']}" if effect else "-"
+        effect_text = f"{effect['metric']} {effect['antipattern']} -> {effect['optimized']}" \
+            if effect and "metric" in effect else ("GPU only" if rule.gpu_only else "-")
         link = f"[{rule.name}]({rule.code}-{rule.name}/README.md)" if rule.code not in ("PFL001", "PFL002") \
             else rule.name
         rows.append(f"| {rule.code} | {link} | {rule.family()} | {'on' if rule.default else 'off'} | "

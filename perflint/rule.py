@@ -91,6 +91,7 @@ class Rule:
     instead: ClassVar[str] = ""  # what to write instead
     known_problems: ClassVar[str] = ""  # when the rule is wrong, and when it stays quiet on purpose
     proof_metric: ClassVar[str] = ""  # the deterministic count its reference pair improves
+    proof_note: ClassVar[str] = ""  # without proof_metric: why no count can prove it (GPU speed, correctness)
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[str, ...]] = ()
 
@@ -124,6 +125,7 @@ class ToolRule:
     instead: str = ""
     known_problems: str = ""
     proof_metric: str = ""
+    proof_note: str = ""
     valid: tuple = field(default_factory=tuple)
     invalid: tuple = field(default_factory=tuple)
 

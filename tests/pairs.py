@@ -31,12 +31,13 @@ def load(path: Path):
     return module
 
 
-def measure(run, inputs) -> tuple[dict, object]:
-    """Run once to warm up, then once under the recorder: (metrics, result)."""
+def measure(run, inputs, metric: str = "") -> tuple[dict, object]:
+    """Run once to warm up, then once under the recorder: (metrics, result). The plan collects what
+    the rule's metric needs plus everything compatible with it (see `Plan.choose`)."""
     from pytest_perf.measure import Plan, Recorder
 
     run(*inputs)
-    recorder = Recorder(Plan.full())
+    recorder = Recorder(Plan.choose({metric} if metric else set(), everything=True))
     recorder.start()
     try:
         result = run(*inputs)
@@ -45,12 +46,10 @@ def measure(run, inputs) -> tuple[dict, object]:
     return recorder.result.metrics, result
 
 
-def measure_pair(directory: Path) -> tuple[dict, dict, object, object]:
+def measure_pair(directory: Path, metric: str = "") -> tuple[dict, dict, object, object]:
     anti, opt = load(directory / "antipattern.py"), load(directory / "optimized.py")
-    inputs = anti.make_inputs()
-    anti_metrics, anti_result = measure(anti.run, inputs)
-    inputs = anti.make_inputs()
-    opt_metrics, opt_result = measure(opt.run, inputs)
+    anti_metrics, anti_result = measure(anti.run, anti.make_inputs(), metric)
+    opt_metrics, opt_result = measure(opt.run, anti.make_inputs(), metric)
     return anti_metrics, opt_metrics, anti_result, opt_result
 
 
@@ -67,8 +66,8 @@ def main() -> int:
         rule = rules.get(code_of(directory))
         if rule is None or not rule.proof_metric or rule.gpu_only:
             continue
-        anti, opt, _, _ = measure_pair(directory)
         metric = rule.proof_metric
+        anti, opt, _, _ = measure_pair(directory, metric)
         entry = effects.get(rule.code, {})
         entry.update({"metric": metric, "antipattern": anti[metric], "optimized": opt[metric], "command": COMMAND})
         effects[rule.code] = entry

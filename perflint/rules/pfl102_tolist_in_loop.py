@@ -1,4 +1,6 @@
-from perflint.rules._base import TensorMethodInHotLoop
+import libcst as cst
+
+from perflint.rules._base import TensorMethodInHotLoop, not_per_batch
 
 
 class TolistInLoop(TensorMethodInHotLoop):
@@ -23,7 +25,16 @@ for batch in loader:
     chunks.append(model(batch).argmax(-1))
 results = torch.cat(chunks).tolist()  # one copy at the end
 """
-    known_problems = "Quiet on numpy arrays it can see, outside loops and in `if step % k == 0:` blocks."
+    known_problems = """
+Quiet on numpy arrays it can see, outside loops, in `if step % k == 0:` blocks, and in loops that are
+not steps over device data (`for epoch in ...`, a loop over `state_dict().items()` or `parameters()`,
+or over data visibly built on the host, e.g. with `device="cpu"`). It cannot see where a loader's
+tensors live: on CPU tensors (in tests, in data pipelines) `.tolist()` costs no sync.
+"""
     valid = ("import numpy as np\nfor r in rows:\n    a = np.asarray(r)\n    out.append(a.tolist())\n",
-             "ids = preds.tolist()\n")
+             "ids = preds.tolist()\n",
+             "import torch\ndpr = [x.tolist() for x in torch.linspace(0, 1, 12, device='cpu').split(depths)]\n")
     invalid = ("for b in loader:\n    out.extend(model(b).argmax(-1).tolist())  # expect: PFL102\n",)
+
+    def applies(self, node: cst.Call, ctx) -> bool:
+        return not not_per_batch(ctx.loops[-1])

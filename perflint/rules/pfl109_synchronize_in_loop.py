@@ -33,17 +33,24 @@ for x, y in loader:
 """
     known_problems = """
 Quiet when the loop or function also reads a clock (`time.perf_counter()`, `torch.cuda.Event`): there
-the sync is what makes the timing right (see PFL901).
+the sync is what makes the timing right (see PFL901). Quiet in retry loops, whose body is a
+`try:` statement (a batch-size search that frees the cache after an out-of-memory error).
 """
     valid = ("import time, torch\nfor i in range(3):\n    t0 = time.perf_counter()\n    f()\n"
              "    torch.cuda.synchronize()\n    print(time.perf_counter() - t0)\n",
-             "import torch\ntorch.cuda.synchronize()\n")
+             "import torch\ntorch.cuda.synchronize()\n",
+             "import torch\nwhile bs:\n    try:\n        torch.cuda.empty_cache()\n        run(bs)\n"
+             "        break\n    except RuntimeError:\n        bs //= 2\n")
     invalid = ("import torch\nfor x in loader:\n    step(x)\n    torch.cuda.synchronize()  # expect: PFL109\n",)
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         qual = ctx.call_name(node)
         if qual not in _WAITS or not ctx.in_hot_loop:
             return
+        loop = ctx.loops[-1]
+        body = getattr(getattr(loop, "body", None), "body", ())
+        if any(isinstance(statement, cst.Try) for statement in body):
+            return  # a retry loop (batch-size search after an out-of-memory error), not a hot loop
         scope = ctx.function or ctx.loops[0]
         if ctx.calls_in(scope) & _CLOCKS:
             return

@@ -1,0 +1,21 @@
+"""PFL104: a running loss summed with `float(loss)` every step."""
+
+import torch
+from torch import nn
+
+
+def make_inputs():
+    torch.manual_seed(0)
+    model = nn.Linear(16, 1)
+    batches = [(torch.randn(8, 16), torch.randn(8, 1)) for _ in range(20)]
+    return model, batches
+
+
+def run(model, batches):
+    criterion = nn.MSELoss()
+    running = 0.0
+    for x, y in batches:
+        loss = criterion(model(x), y)
+        loss.backward()
+        running += float(loss)  # expect: PFL104
+    return running / len(batches)

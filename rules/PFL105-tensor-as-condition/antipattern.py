@@ -1,0 +1,23 @@
+"""PFL105: checking the loss for NaN with `if` on every step."""
+
+import torch
+from torch import nn
+
+
+def make_inputs():
+    torch.manual_seed(0)
+    model = nn.Linear(16, 1)
+    batches = [(torch.randn(8, 16), torch.randn(8, 1)) for _ in range(20)]
+    return model, batches
+
+
+def run(model, batches):
+    criterion = nn.MSELoss()
+    total = torch.zeros(())
+    for x, y in batches:
+        loss = criterion(model(x), y)
+        if torch.isnan(loss):  # expect: PFL105
+            raise FloatingPointError("loss is NaN")
+        loss.backward()
+        total += loss.detach()
+    return total
