@@ -124,7 +124,7 @@ class Context:
 
     @property
     def in_logging_gate(self) -> bool:
-        """Inside `if step % k == 0:` (or similar) within the current loop: runs once every k steps."""
+        """Inside `if step % k == 0:` or `if i == 0:` within the current loop: not run every iteration."""
         return bool(self.gates)
 
     @property

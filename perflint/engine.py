@@ -44,11 +44,16 @@ def _fields(node_type: type) -> tuple[str, ...]:
 
 
 def _gate(test: cst.BaseExpression) -> bool:
-    """`if step % log_every == 0:` and friends: the body runs once every k iterations."""
+    """`if step % log_every == 0:` (once every k iterations) or `if i == 0:` (once): a block whose cost is
+    not paid on every iteration."""
     stack = [test]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            return True
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 \
+                and isinstance(node.comparisons[0].operator, cst.Equal) \
+                and any(isinstance(side, cst.Integer) for side in (node.left, node.comparisons[0].comparator)):
             return True
         if isinstance(node, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
             stack.extend(c for c in node.children if isinstance(c, cst.BaseExpression))

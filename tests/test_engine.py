@@ -153,3 +153,16 @@ def test_positions_match_libcst_position_provider():
     theirs = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     assert {n: (r.start.line, r.start.column, r.end.line, r.end.column) for n, r in theirs.items()} == \
         {n: ours[n] for n in theirs}
+
+
+@pytest.mark.parametrize("condition", ["step % 100 == 0", "i == 0", "0 == i", "step % k == 0 and rank == 0",
+                                       "not (step % 10)"])
+def test_logging_and_once_gates_are_quiet(condition):
+    src = f"for i, x in enumerate(xs):\n    loss = model(x)\n    if {condition}:\n        print(loss.item())\n"
+    assert codes_at(src) == []
+
+
+@pytest.mark.parametrize("condition", ["i > 0", "i != 0", "verbose"])
+def test_other_conditions_do_not_gate(condition):
+    src = f"for i, x in enumerate(xs):\n    loss = model(x)\n    if {condition}:\n        v = loss.item()\n"
+    assert [c for _, _, c in codes_at(src)] == ["PFL101"]
