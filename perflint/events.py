@@ -38,14 +38,29 @@ EVENTS: tuple[EventMapping, ...] = (
     EventMapping("aten::unique_consecutive", "cpu_op", SYNC, "PFL107", "data-dependent output size"),
     EventMapping("aten::repeat_interleave", "cpu_op", SYNC, "PFL107",
                  "with tensor repeats and no output_size the host must read the total"),
+    EventMapping("c10d::*", "cpu_op", "collectives", None,
+                 "a collective call on the calling thread; its gloo:/nccl: worker event is not counted again"),
     # Python-level calls that the CPU profiler cannot see (no aten op, or a no-op on a CPU tensor).
     EventMapping("Tensor.tolist", "python", SYNC, "PFL102", "copies the whole tensor to the host"),
     EventMapping("Tensor.cpu", "python", SYNC, "PFL103", "a device-to-host copy that blocks; a no-op on a CPU tensor"),
-    EventMapping("Tensor.numpy", "python", SYNC, "PFL103", "needs host memory: implies a blocking copy"),
+    EventMapping("Tensor.numpy", "python", None, "PFL103",
+                 "raises on a device tensor, so the copy is the `.cpu()` before it; `numpy(force=True)` "
+                 "copies itself and counts as `Tensor.cpu`"),
     EventMapping("Tensor.to", "python", TRANSFER, "PFL201",
                  "counted as a transfer when it names a device; to the CPU it is also a sync"),
     EventMapping("Tensor.cuda", "python", TRANSFER, "PFL201", "host-to-device copy"),
     EventMapping("torch.cuda.synchronize", "python", SYNC, "PFL109", "waits for all queued device work"),
+    # Python-level calls that only name the rule: the sync is the aten op they run (counted above), and
+    # the call names the cause better than the op (`if loss < eps` is PFL105, not PFL101).
+    EventMapping("Tensor.item", "python", None, "PFL101", "`.item()`"),
+    EventMapping("Tensor.__bool__", "python", None, "PFL105", "`if t:`, `while t > eps:`, `bool(t)`"),
+    EventMapping("Tensor.__float__", "python", None, "PFL104", "`float(t)`"),
+    EventMapping("Tensor.__int__", "python", None, "PFL104", "`int(t)`"),
+    EventMapping("Tensor.__index__", "python", None, "PFL104", "a tensor used as an index or range bound"),
+    EventMapping("Tensor.__format__", "python", None, "PFL106", "f-string or format() of a tensor"),
+    EventMapping("Tensor.__repr__", "python", None, "PFL106", "print/repr of a tensor"),
+    EventMapping("Tensor.__str__", "python", None, "PFL106", "str() of a tensor"),
+    EventMapping("torch.tensor", "python", None, "PFL108", "torch.tensor(list of tensors) reads every element"),
     # Kineto GPU traces.
     EventMapping("cudaStreamSynchronize", "gpu_runtime", SYNC, "PFL101", "host blocks until the stream drains"),
     EventMapping("cudaDeviceSynchronize", "gpu_runtime", SYNC, "PFL109", "host blocks until the device drains"),

@@ -1,0 +1,80 @@
+"""Reports from per-test entries: the terminal table, the JSON report and GitHub annotations.
+
+An entry is the JSON-able dict the plugin attaches to each test report (`report.perf`), so the same
+data works in one process and after pytest-xdist sends it from a worker to the controller.
+No torch import.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterable, Mapping
+
+from tabulate import tabulate
+
+from perflint.budgets import KEYS, Verdict, format_value
+
+
+def verdict_entry(v: Verdict, text: str, where: tuple[str, int] | None) -> dict:
+    """A verdict as JSON: `text` is the one-line explanation, `where` the source line to annotate."""
+    return {"key": v.key, "metric": v.metric, "measured": v.measured, "limit": v.limit, "status": v.status,
+            "reason": v.reason, "text": text, "file": where[0] if where else None,
+            "line": where[1] if where else None}
+
+
+def _unit(key: str) -> str:
+    spec = KEYS.get(key.split("@")[0])
+    return spec.unit if spec else "count"
+
+
+def _budget_text(v: Mapping) -> str:
+    key = v["key"]
+    if key == "baseline":
+        return "baseline"
+    spec = KEYS.get(key.split("@")[0])
+    sign = "≥" if spec is not None and spec.bound == "min" else "≤"
+    text = f"{sign} {format_value(_unit(key), v['limit'])}"
+    return text + " (baseline)" if key.endswith("@baseline") else text
+
+
+def table(entries: Iterable[Mapping]) -> str:
+    rows = []
+    for e in entries:
+        for v in e["verdicts"]:
+            status = v["status"].upper() + (f": {v['reason']}" if v["status"] == "skip" else "")
+            metric = v["key"] if v["key"].startswith("ops[") else v["metric"]
+            if e.get("per_step") and not v["key"].startswith(("ops[", "baseline")):
+                metric += " (worst step)"
+            rows.append([e["nodeid"], metric, format_value(_unit(v["key"]), v["measured"]), _budget_text(v), status])
+    return tabulate(rows, headers=["test", "metric", "measured", "budget", "status"], tablefmt="simple")
+
+
+def write_json(path: str, entries: Iterable[Mapping], meta: Mapping) -> None:
+    body = {**meta, "tests": {e["nodeid"]: {k: v for k, v in e.items() if k != "nodeid"} for e in entries}}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(body, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def _escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def github_annotations(entries: Iterable[Mapping]) -> list[str]:
+    """`::error file=...,line=...::...` workflow commands, one per failing budget, at the causing line."""
+    out = []
+    for e in entries:
+        for v in e["verdicts"]:
+            if v["status"] != "fail":
+                continue
+            loc = f"file={_escape(v['file'], True)},line={v['line']}," if v.get("file") else ""
+            title = _escape(f"perf budget {v['key']} in {e['nodeid']}", True)
+            out.append(f"::error {loc}title={title}::{_escape(v['text'])}")
+    return out
+
+
+def trace_stem(nodeid: str) -> str:
+    """A file name for a test's trace that is safe on every OS."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:180]

@@ -1,0 +1,436 @@
+"""The perf_budget plugin end to end, through pytester: marker, keys, fixture, reports, baselines, errors."""
+
+import json
+import os
+import sys
+import textwrap
+
+import pytest
+
+pytest_plugins = ["pytester"]
+torch = pytest.importorskip("torch")
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+@pytest.fixture
+def pytester(pytester, monkeypatch):
+    """pytester, but in-process runs forget only the test modules they imported: torch cannot be imported
+    twice (its operator libraries register once per process) and the inner runs import torch._dynamo,
+    sympy and friends lazily."""
+    from _pytest.pytester import SysModulesSnapshot
+
+    def snapshot(self):
+        return SysModulesSnapshot(preserve=lambda name: not name.startswith(("test_", "conftest")))
+
+    if hasattr(type(pytester), "_Pytester__take_sys_modules_snapshot"):
+        monkeypatch.setattr(type(pytester), "_Pytester__take_sys_modules_snapshot", snapshot)
+        monkeypatch.setattr(pytester, "_sys_modules_snapshot", snapshot(pytester))
+    return pytester
+
+
+ITEMS = """
+    import pytest, torch
+
+    @pytest.mark.perf_budget(max_syncs={budget})
+    def test_items():
+        t = torch.ones(3)
+        for _ in range({n}):
+            t.sum().item()
+"""
+
+
+def write(pytester, name, source, **fmt):
+    return pytester.makepyfile(**{name: textwrap.dedent(source).format(**fmt) if fmt else textwrap.dedent(source)})
+
+
+def outcomes(reprec):
+    """nodeid name -> outcome of its call (or setup, when that failed)."""
+    out = {}
+    for rep in reprec.getreports("pytest_runtest_logreport"):
+        if rep.when == "call" or rep.outcome != "passed":
+            out[rep.nodeid.split("::")[-1]] = rep.outcome
+    return out
+
+
+def test_off_by_default_marked_tests_just_run(pytester):
+    write(pytester, "test_off", ITEMS, budget=0, n=3)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["perf budgets: off*--perf-budget*"])
+
+
+def test_over_budget_fails_with_the_line_and_rule(pytester):
+    write(pytester, "test_on", ITEMS, budget=2, n=3)
+    result = pytester.runpytest("--perf-budget")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "perf budgets: on*",
+        "*syncs 3 > 2: test_on.py:7 `t.sum().item()` (3x, PFL101)*",
+        "*test_on.py::test_items*syncs*3*2*FAIL*",
+    ])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_ini_option_turns_budgets_on(pytester):
+    write(pytester, "test_ini", ITEMS, budget=0, n=1)
+    pytester.makeini("[pytest]\nperf_budget = true\n")
+    pytester.runpytest().assert_outcomes(failed=1)
+
+
+EVERY_KEY = """
+    import pytest, torch
+
+    def body(n):
+        x = torch.ones(256)
+        for _ in range(n):
+            x.sum().item()
+            x.cpu()
+
+    def compiled(n):
+        torch._dynamo.reset()
+        def f(x):
+            if x.sum().item() > 0:
+                x = x + 1
+            return x * 2
+        fn = torch.compile(f, backend="eager")
+        for size in range(2, 2 + n):
+            fn(torch.ones(size))
+
+    @pytest.mark.perf_budget(max_syncs=4)
+    def test_syncs_pass(): body(2)
+    @pytest.mark.perf_budget(max_syncs=3)
+    def test_syncs_fail(): body(2)
+    @pytest.mark.perf_budget(max_ops=8)
+    def test_ops_pass(): body(2)
+    @pytest.mark.perf_budget(max_ops=5)
+    def test_ops_fail(): body(2)
+    @pytest.mark.perf_budget(max_kernels=8)
+    def test_kernels_pass(): body(2)
+    @pytest.mark.perf_budget(max_kernels=5)
+    def test_kernels_fail(): body(2)
+    @pytest.mark.perf_budget(max_transfers=2)
+    def test_transfers_pass(): body(2)
+    @pytest.mark.perf_budget(max_transfers=1)
+    def test_transfers_fail(): body(2)
+    @pytest.mark.perf_budget(max_transfer_bytes="2 KiB")
+    def test_transfer_bytes_pass(): body(2)
+    @pytest.mark.perf_budget(max_transfer_bytes="1 KiB")
+    def test_transfer_bytes_fail(): body(2)
+    @pytest.mark.perf_budget(max_peak_memory="1 MB")
+    def test_peak_memory_pass(): torch.zeros(1000)
+    @pytest.mark.perf_budget(max_peak_memory="1 MB")
+    def test_peak_memory_fail(): torch.zeros(1_000_000)
+    @pytest.mark.perf_budget(ops={"aten::cat": 1})
+    def test_op_caps_pass(): torch.cat([torch.ones(1)] * 2)
+    @pytest.mark.perf_budget(ops={"aten::cat": 1})
+    def test_op_caps_fail(): [torch.cat([torch.ones(1)] * 2) for _ in range(2)]
+    @pytest.mark.perf_budget(max_graph_breaks=0)
+    def test_graph_breaks_fail(): compiled(1)
+    @pytest.mark.perf_budget(max_graph_breaks=5)
+    def test_graph_breaks_pass(): compiled(1)
+    @pytest.mark.perf_budget(max_recompiles=0)
+    def test_recompiles_fail(): compiled(2)
+    @pytest.mark.perf_budget(max_recompiles=0)
+    def test_recompiles_pass(): compiled(1)
+    @pytest.mark.perf_budget(max_syncs=2, per_step=True)
+    def test_per_step_pass(perf):
+        for _ in range(3):
+            body(1)
+            perf.step()
+    @pytest.mark.perf_budget(max_syncs=2, per_step=True)
+    def test_per_step_fail(perf):
+        for n in range(3):
+            body(n)
+            perf.step()
+    @pytest.mark.perf_budget(max_syncs=9, per_step=True)
+    def test_per_step_without_steps_fail(): body(1)
+    @pytest.mark.perf_budget(min_overlap=0.5, max_comm_bytes="1 MB", min_comm_overlap=0.1, max_collectives=0)
+    def test_unmeasurable_here_are_skipped_pass(): body(1)
+"""
+
+
+def test_every_key_passes_within_and_fails_over_budget(pytester):
+    write(pytester, "test_keys", EVERY_KEY)
+    reprec = pytester.inline_run("--perf-budget")
+    got = outcomes(reprec)
+    expected = {name: "failed" if name.endswith("_fail") else "passed" for name in got}
+    assert got == expected and len(got) == 22
+    text = "\n".join(str(r.longrepr) for r in reprec.getfailures())
+    assert "per_step=True but the test marked no steps" in text
+    assert "worst is step 3 of 3" in text
+    assert "PFL402" in text and "PFL404" in text
+
+
+def test_unmeasurable_budgets_are_reported_as_skipped(pytester):
+    write(pytester, "test_keys", EVERY_KEY)
+    result = pytester.runpytest("--perf-budget", "-k", "unmeasurable")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*queue_overlap*SKIP: needs a GPU*",
+        "*comm_bytes*SKIP: not measured*",
+        "*collectives*0*PASS*",
+    ])
+
+
+def test_collectives_are_counted_once(pytester):
+    write(pytester, "test_dist", """
+        import socket, pytest, torch, torch.distributed as dist
+
+        @pytest.mark.perf_budget(max_collectives=2)
+        def test_three_all_reduces():
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+            try:
+                for _ in range(3):
+                    dist.all_reduce(torch.ones(2))
+            finally:
+                dist.destroy_process_group()
+    """)
+    result = pytester.runpytest("--perf-budget")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*collectives 3 > 2*"])
+
+
+@pytest.mark.parametrize("marker, message", [
+    ("max_sync=0", "unknown budget key 'max_sync'; valid keys: max_syncs, max_ops,*"),
+    ("max_syncs='many'", "*max_syncs must be a number*"),
+    ("max_ops=-1", "*max_ops must not be negative*"),
+    ("min_overlap=1.5", "*min_overlap is a ratio between 0 and 1*"),
+    ("max_peak_memory='lots'", "*cannot read size 'lots'*"),
+    ("5", "*perf_budget takes keyword arguments only*valid keys*"),
+])
+def test_a_bad_marker_is_a_collection_error_listing_valid_keys(pytester, marker, message):
+    write(pytester, "test_bad", f"""
+        import pytest
+
+        @pytest.mark.perf_budget({marker})
+        def test_x():
+            pass
+
+        def test_other():
+            pass
+    """)
+    result = pytester.runpytest()  # also without --perf-budget: a typo should not wait for CI
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ERROR collecting test_bad.py*", f"*test_bad.py::test_x: invalid *{message}"])
+    assert "Traceback" not in result.stdout.str()
+
+
+FIXTURE = """
+    import pytest, torch
+
+    def syncs(n):
+        t = torch.ones(2)
+        for _ in range(n):
+            t.sum().item()
+
+    @pytest.mark.perf_budget(max_syncs=1)
+    def test_region_skips_setup(perf):
+        syncs(50)  # setup
+        with perf.region():
+            syncs(1)
+        syncs(50)  # teardown-ish work after the region
+        assert perf.metrics["syncs"] == 1
+
+    @pytest.mark.perf_budget(max_syncs=1)
+    def test_warmup_is_not_measured(perf):
+        with perf.region():
+            perf.warmup(lambda: syncs(10), n=3)
+            syncs(1)
+        assert perf.metrics["syncs"] == 1
+
+    def test_metrics_without_a_marker(perf):
+        with perf.region():
+            syncs(4)
+            with pytest.raises(RuntimeError, match="after a `with perf.region"):
+                perf.metrics
+        with perf.region():  # regions add up
+            syncs(1)
+        assert perf.metrics["syncs"] == 5 and perf.op_counts["aten::item"] == 5
+
+    def test_steps_of_the_fixture(perf):
+        with perf.region():
+            for n in range(3):
+                syncs(n)
+                perf.step()
+        assert [s["syncs"] for s in perf.steps] == [0, 1, 2]
+
+    def test_metrics_before_measuring(perf):
+        with pytest.raises(RuntimeError, match="nothing measured yet"):
+            perf.metrics
+"""
+
+
+@pytest.mark.parametrize("flag", [[], ["--perf-budget"]])
+def test_the_perf_fixture(pytester, flag):
+    write(pytester, "test_fixture", FIXTURE)
+    pytester.runpytest(*flag).assert_outcomes(passed=5)
+
+
+REPORTED = """
+    import pytest, torch
+
+    @pytest.mark.perf_budget(max_syncs=0)
+    def test_clean():
+        torch.ones(2) + 1
+
+    @pytest.mark.perf_budget(max_syncs=0)
+    def test_dirty():
+        torch.ones(2).sum().item()
+"""
+
+
+def test_json_report_trace_dir_and_github_annotations(pytester, monkeypatch):
+    write(pytester, "test_rep", REPORTED)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    result = pytester.runpytest("--perf-budget", "--perf-report", "perf.json", "--perf-trace-dir", "traces")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "::error file=test_rep.py,line=9,title=perf budget max_syncs in test_rep.py%3A%3Atest_dirty::"
+        "syncs 1 > 0: test_rep.py:9 `torch.ones(2).sum().item()` (1x, PFL101)"])
+    report = json.loads((pytester.path / "perf.json").read_text())
+    assert set(report["tests"]) == {"test_rep.py::test_clean", "test_rep.py::test_dirty"}
+    dirty = report["tests"]["test_rep.py::test_dirty"]
+    assert dirty["metrics"]["syncs"] == 1 and dirty["metrics"]["ops"] >= 3
+    assert dirty["metrics"]["queue_overlap"] is None
+    assert dirty["verdicts"][0]["status"] == "fail" and dirty["verdicts"][0]["line"] == 9
+    traces = os.listdir(pytester.path / "traces")
+    assert traces == ["test_rep.py_test_dirty.pt.trace.json"]
+    trace = json.loads((pytester.path / "traces" / traces[0]).read_text())
+    assert any(e.get("name") == "aten::_local_scalar_dense" for e in trace["traceEvents"])
+
+
+def test_trace_all(pytester):
+    write(pytester, "test_rep", REPORTED)
+    pytester.runpytest("--perf-budget", "--perf-trace-dir", "traces", "--perf-trace-all")
+    assert len(os.listdir(pytester.path / "traces")) == 2
+
+
+BASELINED = """
+    import pytest, torch
+
+    @pytest.mark.perf_budget({marker})
+    def test_loop():
+        for _ in range({n}):
+            torch.ones(2).sum().item()
+"""
+
+
+def test_baseline_update_then_fail_on_increase(pytester):
+    write(pytester, "test_base", BASELINED, marker="", n=3)
+    result = pytester.runpytest("--perf-update-baseline")
+    result.assert_outcomes(passed=1)
+    recorded = json.loads((pytester.path / ".perf-baseline.json").read_text())
+    assert recorded["tests"]["test_base.py::test_loop"]["syncs"] == 3
+
+    pytester.runpytest("--perf-fail-on-increase").assert_outcomes(passed=1)  # unchanged code
+    write(pytester, "test_base", BASELINED, marker="", n=5)
+    result = pytester.runpytest("--perf-fail-on-increase")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*syncs 5 > 3: test_base.py:6 `torch.ones(2).sum().item()` (5x, PFL101)*",
+                                 "*syncs*5*3 (baseline)*FAIL*"])
+
+    write(pytester, "test_base", BASELINED, marker="baseline=True", n=5)  # per-test opt-in, no flag
+    pytester.runpytest("--perf-budget").assert_outcomes(failed=1)
+    pytester.runpytest().assert_outcomes(passed=1)  # budgets off: runs normally
+
+
+def test_no_recorded_baseline_is_a_skip_not_a_pass(pytester):
+    write(pytester, "test_base", BASELINED, marker="baseline=True", n=1)
+    result = pytester.runpytest("--perf-budget")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*SKIP: no baseline recorded for this test*"])
+
+
+def test_xdist_enforces_on_workers_and_summarises_once(pytester):
+    pytest.importorskip("xdist")
+    write(pytester, "test_rep", REPORTED)
+    result = pytester.runpytest("--perf-budget", "-n", "2", "--perf-report", "perf.json")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert out.count("= perf budgets =") == 1
+    result.stdout.fnmatch_lines(["*syncs 1 > 0: test_rep.py:9*PFL101*"])
+    assert len(json.loads((pytester.path / "perf.json").read_text())["tests"]) == 2
+
+
+def test_without_torch_marked_tests_error_with_an_install_hint(pytester, monkeypatch):
+    write(pytester, "test_notorch", """
+        import pytest
+
+        @pytest.mark.perf_budget(max_syncs=0)
+        def test_marked():
+            pass
+
+        def test_plain():
+            pass
+
+        def test_fixture(perf):
+            pass
+    """)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    result = pytester.runpytest("--perf-budget")
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines(["*pip install 'torch-perflint?pytest?'*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_test_running_its_own_profiler_gets_a_clear_error(pytester):
+    write(pytester, "test_prof", """
+        import pytest, torch
+
+        @pytest.mark.perf_budget(max_syncs=0)
+        def test_own_profiler():
+            with torch.profiler.profile():
+                torch.ones(2) + 1
+
+        @pytest.mark.perf_budget(max_syncs=0)
+        def test_next_one_is_measured():
+            torch.ones(2) + 1
+    """)
+    result = pytester.runpytest("--perf-budget")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*started its own torch profiler*"])
+    assert "Traceback" not in result.stdout.str()
+    assert not torch._C._autograd._profiler_enabled()
+
+
+def test_a_failing_test_still_stops_the_profiler_and_reports(pytester):
+    write(pytester, "test_fail", """
+        import pytest, torch
+
+        @pytest.mark.perf_budget(max_syncs=5)
+        def test_raises():
+            torch.ones(2).sum().item()
+            raise ValueError("the test's own failure")
+    """)
+    result = pytester.runpytest("--perf-budget", "--perf-report", "perf.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ValueError: the test's own failure*"])
+    report = json.loads((pytester.path / "perf.json").read_text())
+    assert report["tests"]["test_fail.py::test_raises"]["metrics"]["syncs"] == 1
+    assert not torch._C._autograd._profiler_enabled() and torch._C._len_torch_function_stack() == 0
+
+
+def test_bundled_examples_pass_optimized_and_fail_antipattern(pytester):
+    reprec = pytester.inline_run(EXAMPLES, "--perf-budget", "-p", "no:logging")
+    got = outcomes(reprec)
+    assert {n for n, o in got.items() if o == "failed"} == {n for n in got if "[antipattern]" in n}
+    assert len(got) == 17
+    text = "\n".join(str(r.longrepr) for r in reprec.getfailures())
+    assert "train_antipattern.py:36 `total += loss.item()  # PFL101: a sync every step` (20x, PFL101)" in text
+
+
+def test_an_interrupted_test_leaves_no_profiler_behind(pytester):
+    write(pytester, "test_interrupt", """
+        import pytest, torch
+
+        @pytest.mark.perf_budget(max_syncs=0)
+        def test_ctrl_c():
+            torch.ones(2).sum().item()
+            raise KeyboardInterrupt
+    """)
+    reprec = pytester.inline_run("--perf-budget", no_reraise_ctrlc=True)
+    assert reprec.ret == pytest.ExitCode.INTERRUPTED
+    assert not torch._C._autograd._profiler_enabled() and torch._C._len_torch_function_stack() == 0
+    assert torch.cuda.synchronize.__module__ == "torch.cuda"
