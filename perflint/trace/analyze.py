@@ -1,0 +1,134 @@
+"""Every figure of one rank's trace (`Figures`), and the budget metrics derived from them.
+
+Data flows one way: `Trace` -> `analyze` -> `Figures` -> `metrics` -> perflint.budgets.check.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass
+from typing import Any, Optional, Union
+
+from perflint.budgets import KEYS
+from perflint.events import lookup
+from perflint.trace import intervals
+from perflint.trace.hostindex import top_level_ops
+from perflint.trace.kernels import KernelFigures, kernel_figures
+from perflint.trace.load import load_trace
+from perflint.trace.model import Trace
+from perflint.trace.names import COMPUTE, is_launch
+from perflint.trace.queue import QueueFigures, queue_figures
+from perflint.trace.steps import Step, find_steps, parse_range, select
+from perflint.trace.syncs import SyncEvent, sync_figures
+from perflint.trace.timeline import TimelineFigures, timeline_figures
+from perflint.trace.transfers import TransferFigures, transfer_figures
+
+METRICS = tuple(k.metric for k in KEYS.values())
+_COLLECTIVE_ANNOTATIONS = ("gloo:", "nccl:", "mpi:", "ucc:")
+
+
+@dataclass
+class Figures:
+    path: str
+    rank: int | None
+    world_size: int | None
+    device_name: str | None
+    schema: str
+    has_device: bool
+    steps: list[Step]  # steps found in the analysed part of the trace
+    selection: str  # "whole file" or "steps A:B"
+    ops: int
+    peak_memory: int | None
+    kernels: KernelFigures
+    syncs: list[SyncEvent]
+    transfers: TransferFigures
+    timeline: TimelineFigures
+    queue: QueueFigures
+    host_collectives: int  # gloo:/nccl: collective annotations on the host
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+StepRange = Union[tuple[Optional[int], Optional[int]], str, None]  # (A, B) or "A:B", inclusive
+
+
+def analyze(trace: Trace, steps: StepRange = None) -> Figures:
+    """All figures for the whole trace, or for a ProfilerStep range ("A:B" or (A, B), inclusive)."""
+    selection = "whole file"
+    if steps is not None:
+        first, last = parse_range(steps) if isinstance(steps, str) else steps
+        trace = select(trace, first, last)
+        selection = f"steps {'' if first is None else first}:{'' if last is None else last}"
+    t0 = min((e.ts for group in (trace.host_ops, trace.runtime, trace.device) for e in group), default=0.0)
+    launches = {c.correlation: c.ts for c in trace.runtime if c.correlation >= 0 and is_launch(c.name)}
+    graphs = frozenset(c.correlation for c in trace.runtime if "GraphLaunch" in c.name)
+    busy = intervals.union((d.ts, d.ts + d.dur) for d in trace.device if d.kind != "sync")
+    kernels = kernel_figures(trace)
+    compute_us = next(c.busy_us for c in kernels.classes if c.name == COMPUTE)
+    timeline = timeline_figures(trace, t0, launches, busy, compute_us)
+    return Figures(
+        path=trace.path, rank=trace.rank, world_size=trace.world_size, device_name=trace.device_name,
+        schema=trace.schema, has_device=trace.has_device, steps=find_steps(trace), selection=selection,
+        ops=top_level_ops(trace), peak_memory=trace.peak_memory,
+        kernels=kernels, syncs=sync_figures(trace, t0), transfers=transfer_figures(trace),
+        timeline=timeline, queue=queue_figures(trace, launches, busy, graphs),
+        host_collectives=_host_collectives(trace),
+    )
+
+
+def _host_collectives(trace: Trace) -> int:
+    """Collective calls seen on the host, each once: the calling thread's c10d:: ops (the event table's
+    "collectives" rows, as the pytest plugin counts them), else the gloo:/nccl: worker annotations."""
+    calls = sum(1 for h in trace.host_ops if h.kind == "op" and _is_collective_op(h.name))
+    return calls or sum(1 for h in trace.host_ops
+                        if h.kind == "annotation" and h.name.startswith(_COLLECTIVE_ANNOTATIONS))
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_collective_op(name: str) -> bool:
+    m = lookup(name, "cpu_op")
+    return m is not None and m.metric == "collectives"
+
+
+def metrics_of(fig: Figures) -> dict[str, float | None]:
+    """The budget metrics (perflint.budgets KEYS) from figures; None where the trace cannot tell."""
+    gpu = fig.has_device
+    k, t = fig.kernels, fig.transfers
+    values: dict[str, float | None] = dict.fromkeys(METRICS)
+    values.update(
+        ops=fig.ops,
+        peak_memory=fig.peak_memory,
+        syncs=len(fig.syncs) if gpu else None,
+        kernels=k.kernels if gpu else None,
+        transfers=t.transfers if gpu else None,
+        transfer_bytes=t.transfer_bytes if gpu else None,
+        queue_overlap=fig.queue.queue_overlap,
+        collectives=sum(c.count for c in k.collectives) if gpu else fig.host_collectives,
+        comm_bytes=k.comm_bytes,
+        comm_overlap=k.comm_overlap,
+    )
+    return {m: values[m] for m in METRICS}
+
+
+def unavailable(fig: Figures) -> dict[str, str]:
+    """Why a metric is None, for the "skip" verdicts."""
+    why = {"graph_breaks": "a profiler trace does not record torch.compile graph breaks",
+           "recompiles": "a profiler trace does not record torch.compile recompilations",
+           "peak_memory": "the trace has no GPU [memory] events (profile_memory=True)"}
+    if not fig.has_device:
+        for m in ("syncs", "kernels", "transfers", "transfer_bytes", "queue_overlap"):
+            why[m] = "the trace has no device events (CPU-only)"
+    why.setdefault("queue_overlap", "no launch call is correlated with device work")
+    why["comm_bytes"] = "collective kernels carry no message sizes in this trace"
+    if fig.has_device:
+        why["transfer_bytes"] = "the trace does not record the size of every copy"
+    why["comm_overlap"] = "no communication kernels"
+    return why
+
+
+def metrics(trace: Trace | str | dict, steps: StepRange = None) -> dict[str, float | None]:
+    """Budget metrics of a trace (a `Trace`, a path or a parsed trace dict) - the pytest plugin's entry point."""
+    if not isinstance(trace, Trace):
+        trace = load_trace(trace)
+    return metrics_of(analyze(trace, steps))

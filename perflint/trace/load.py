@@ -1,0 +1,251 @@
+"""Read a PyTorch profiler / Kineto Chrome-trace file (plain or gzipped JSON) into a `Trace`.
+
+Files whose JSON text is below `STREAM_THRESHOLD` are decompressed in memory and parsed a few MB at a
+time (see `jsontext`); larger ones are streamed event by event, so a 1 GB trace never exists as Python
+dicts all at once. Each event is turned into a compact tuple as soon as it is decoded (`_normalize`),
+whatever the schema. Every failure becomes one `TraceError` naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import gzip
+import io
+import os
+import re
+import zlib
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from perflint.trace import jsontext
+from perflint.trace.model import CommInfo, DeviceOp, HostOp, RuntimeCall, Trace, TraceError
+
+STREAM_THRESHOLD = 256 * 2**20  # bytes of JSON text above which the file is streamed
+
+
+# Both schemas: current Kineto categories and the 2021 legacy ones.
+_HOST = {"cpu_op": "op", "Operator": "op", "user_annotation": "annotation", "python_function": "python",
+         "Python": "python"}
+_RUNTIME = {"cuda_runtime", "Runtime", "cuda_driver", "Driver"}
+_DEVICE = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
+           "gpu_memset": "memset", "Memset": "memset", "cuda_sync": "sync"}
+_LEGACY = {"Operator", "Runtime", "Kernel", "Memcpy", "Memset"}
+_STREAM_TID = re.compile(r"(-?\d+)\s*$")
+
+
+def load_trace(source: str | os.PathLike | Mapping | list, *, stream: bool | None = None) -> Trace:
+    """A `Trace` from a file path or an already parsed trace (dict with "traceEvents", or a list of events).
+
+    stream=None picks streaming for files whose JSON text exceeds STREAM_THRESHOLD; True/False force it."""
+    if isinstance(source, (Mapping, list)):
+        with _gc_paused():
+            return _from_document(source, "<trace>")
+    path = str(source)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+            gzipped = head == b"\x1f\x8b"
+            if stream is None:
+                stream = _text_size(f, gzipped) > STREAM_THRESHOLD
+            if stream:
+                f.seek(0)
+                meta: dict[str, Any] = {}
+                with _gc_paused():
+                    trace = _normalize(jsontext.stream_events(f, gzipped, path, meta), path)
+                _apply_metadata(trace, meta)
+                return trace
+            f.seek(0)
+            raw = f.read()
+    except TraceError:
+        raise
+    except OSError as exc:
+        raise TraceError(path, exc.strerror or str(exc)) from None
+    if gzipped:
+        try:
+            raw = gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise TraceError(path, f"truncated or corrupt gzip ({exc})") from None
+    with _gc_paused():
+        return _from_bytes(raw, path)
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Building ~10^5 small objects triggers many useless cyclic-GC passes; none of them can be garbage."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _text_size(f: io.BufferedReader, gzipped: bool) -> int:
+    """Size of the JSON text; for gzip the trailer's ISIZE (exact below 4 GiB, a hint above)."""
+    size = f.seek(0, io.SEEK_END)
+    if gzipped and size >= 4:
+        f.seek(-4, io.SEEK_END)
+        return max(size, int.from_bytes(f.read(4), "little"))
+    return size
+
+
+def _from_bytes(raw: bytes, path: str) -> Trace:
+    """Piecewise when the text allows it (bounded memory), else the whole document at once."""
+    if len(raw) > jsontext.PIECE:
+        meta: dict[str, Any] = {}
+        try:
+            trace = _normalize(jsontext.piece_events(raw, meta), path)
+        except jsontext.Layout:
+            pass
+        else:
+            _apply_metadata(trace, meta)
+            return trace
+    return _from_document(jsontext.parse_whole(raw, path), path)
+
+
+def _from_document(doc: Any, path: str) -> Trace:
+    if isinstance(doc, list):
+        events, meta = doc, {}
+    elif isinstance(doc, Mapping) and isinstance(doc.get("traceEvents"), list):
+        events, meta = doc["traceEvents"], doc
+    else:
+        raise TraceError(path, "not a PyTorch profiler trace (no traceEvents list)")
+    trace = _normalize(events, path)
+    _apply_metadata(trace, meta)
+    return trace
+
+
+def _apply_metadata(trace: Trace, meta: Mapping) -> None:
+    info = meta.get("distributedInfo")
+    if isinstance(info, Mapping):
+        trace.rank = _int_or_none(info.get("rank"))
+        trace.world_size = _int_or_none(info.get("world_size"))
+    props = meta.get("deviceProperties")
+    if isinstance(props, list) and props and isinstance(props[0], Mapping):
+        name = props[0].get("name")
+        trace.device_name = name if isinstance(name, str) else None
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _int_or(value: Any, default: int) -> int:
+    found = _int_or_none(value)
+    return default if found is None else found
+
+
+def _number(value: Any) -> float | None:
+    if type(value) is float or type(value) is int:
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _stream_of(args: Mapping, tid: Any) -> int:
+    s = args.get("stream")
+    if type(s) is int:
+        return s
+    if s is None:  # legacy: tid "stream 7"
+        s = tid
+    if isinstance(s, str):
+        m = _STREAM_TID.search(s)
+        return int(m.group(1)) if m else -1
+    return int(s) if isinstance(s, (int, float)) else -1
+
+
+def _comm_info(args: Mapping) -> CommInfo | None:
+    name = args.get("Collective name")
+    if name is None:
+        return None
+    return CommInfo(str(name), _int_or_none(args.get("In msg nelems")) or 0, str(args.get("dtype", "")),
+                    _int_or_none(args.get("Group size")) or 0)
+
+
+def _normalize(events: Iterable[Any], path: str) -> Trace:
+    """One pass over raw events: keep what the figures need as tuples, drop everything else."""
+    trace = Trace(path)
+    host, runtime, device = trace.host_ops, trace.runtime, trace.device
+    names: dict[str, str] = {}  # interning: a trace repeats a few thousand names 100k times
+    legacy = False
+    peak = None
+    items = phased = 0
+    for e in events:
+        items += 1
+        if type(e) is not dict:
+            if isinstance(e, Mapping):
+                e = dict(e)
+            else:
+                continue
+        cat = e.get("cat")
+        ph = e.get("ph")
+        if ph is None:
+            continue
+        phased += 1
+        if ph != "X":
+            if (ph == "i" or ph == "I") and e.get("name") == "[memory]":
+                args = e.get("args")
+                if isinstance(args, Mapping) and args.get("Device Type") == 1:
+                    total = _number(args.get("Total Allocated"))
+                    if total is not None and (peak is None or total > peak):
+                        peak = total
+            continue
+        ts = e.get("ts")
+        if type(ts) is not int and type(ts) is not float:
+            ts = _number(ts)
+            if ts is None:
+                continue
+        dur = e.get("dur", 0)
+        if type(dur) is not int and type(dur) is not float:
+            dur = _number(dur) or 0
+        if dur < 0:
+            dur = 0
+        name = e.get("name")
+        if type(name) is not str:
+            name = "" if name is None else str(name)
+        name = names.setdefault(name, name)
+        args = e.get("args")
+        if type(args) is not dict:
+            args = {}
+        if cat in _DEVICE:
+            kind = _DEVICE[cat]
+            corr = args.get("correlation", -1)
+            if type(corr) is not int:
+                corr = _int_or(corr, -1)
+            nbytes = args.get("bytes", -1) if kind == "memcpy" or kind == "memset" else 0  # -1: not recorded
+            comm = _comm_info(args) if kind == "kernel" and name.startswith(("nccl", "rccl")) else None
+            device.append(DeviceOp(name, ts, dur, _stream_of(args, e.get("tid")), corr, kind,
+                                   nbytes if type(nbytes) is int else _int_or(nbytes, -1), comm))
+        elif cat in _RUNTIME:
+            corr = args.get("correlation", -1)
+            if type(corr) is not int:
+                corr = _int_or(corr, -1)
+            runtime.append(RuntimeCall(name, ts, dur, e.get("tid"), corr))
+        elif cat in _HOST:
+            stack = args.get("Call stack")
+            kind = _HOST[cat]
+            if kind == "op" and name.startswith("ProfilerStep"):  # legacy: steps are "Operator" events
+                kind = "annotation"
+            host.append(HostOp(name, ts, dur, e.get("tid"), kind, stack if type(stack) is str else None))
+        else:
+            continue
+        if cat in _LEGACY:
+            legacy = True
+    if items and not phased:
+        raise TraceError(path, "not a PyTorch profiler trace (no event has a 'ph' field)")
+    trace.peak_memory = int(peak) if peak is not None else None
+    trace.schema = "legacy" if legacy else "kineto"
+    return trace
+
+
+def is_trace_file(path: Path) -> bool:
+    """Files a folder argument contributes: *.json and *.json.gz (Kineto names them *.pt.trace.json[.gz])."""
+    name = path.name
+    return path.is_file() and (name.endswith(".json") or name.endswith(".json.gz"))
