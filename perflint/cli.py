@@ -98,20 +98,22 @@ def _run(args: argparse.Namespace) -> int:
     config.extend_select += args.extend_select
     codes = config.enabled_codes()
 
-    from perflint.runner import lint_paths
+    from perflint.runner import lint_paths, per_file_ignores
 
     findings, files = lint_paths(args.paths, config, jobs=args.jobs, use_cache=not args.no_cache)
     if args.diff:
         from perflint.fix import apply_fixes
 
-        _, fixes = apply_fixes(findings, codes, unsafe=args.unsafe_fixes, write=False, out=sys.stdout)
+        _, fixes = apply_fixes(findings, codes, unsafe=args.unsafe_fixes, write=False, out=sys.stdout,
+                               ignored_for=per_file_ignores(config))
         if not args.quiet:
             print(f"Would fix {fixes} finding{'s' if fixes != 1 else ''}.", file=sys.stderr)
         return EXIT_FINDINGS if fixes and not args.exit_zero else EXIT_CLEAN
     if args.fix:
         from perflint.fix import apply_fixes
 
-        findings, fixes = apply_fixes(findings, codes, unsafe=args.unsafe_fixes, write=True, out=sys.stdout)
+        findings, fixes = apply_fixes(findings, codes, unsafe=args.unsafe_fixes, write=True, out=sys.stdout,
+                                      ignored_for=per_file_ignores(config))
         if not args.quiet and args.output_format == "text":
             print(f"Fixed {fixes} finding{'s' if fixes != 1 else ''}.", file=sys.stderr)
     if args.statistics:

@@ -28,6 +28,7 @@ _SKIP_FIELDS = {"lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_af
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _FILE_NOQA = re.compile(r"^\s*#\s*perflint\s*:\s*noqa\s*$", re.IGNORECASE | re.MULTILINE)
+_PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # Python's line breaks only
 _LOOPS = (cst.For, cst.While)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
@@ -133,7 +134,8 @@ class Linter:
 
     def _place(self, module: cst.Module, pending: list[Pending], text: str, path: str) -> list[Finding]:
         ranges = node_ranges(module)
-        lines = text.splitlines()
+        lines = _PHYSICAL_LINE.findall(text)
+        starts: list[int] = []  # offsets of the lines of module.code, computed at the first fix
         out = []
         for p in pending:
             line, col, end_line, end_col = ranges[p.node]
@@ -143,13 +145,33 @@ class Linter:
             if p.replacement is not None:
                 target = p.fix_node or p.node
                 t_line, t_col, t_end_line, t_end_col = ranges[target]
-                content = module.code_for_node(p.replacement)
+                starts = starts or _line_starts(module.code)
+                content = _code_in_place(module, target, p.replacement, starts[t_line - 1] + t_col,
+                                         starts[-1] - starts[t_end_line - 1] - t_end_col)
                 fix = Fix(p.rule.fix_safety if p.rule.fix_safety != "none" else "unsafe",
                           f"Replace with `{content}`" if "\n" not in content else "Apply the rewrite",
                           (Edit(content, (t_line, t_col + 1), (t_end_line, t_end_col + 1)),))
             out.append(Finding(path, line, col + 1, end_line, end_col + 1, p.rule.code, p.rule.name,
                                p.message, p.rule.severity, fix))
         return out
+
+
+def _line_starts(code: str) -> list[int]:
+    """Offset of each line's first character, and the length of the code last; Python's line breaks
+    only (str.splitlines also breaks at \\f, \\v, \\x1c-\\x1e, \\x85, \\u2028, \\u2029)."""
+    starts = [0]
+    for line in _PHYSICAL_LINE.findall(code):
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _code_in_place(module: cst.Module, target: cst.CSTNode, replacement: cst.CSTNode, start: int, tail: int) -> str:
+    """The replacement's text as it will read in the file, between offset `start` and the last `tail`
+    characters. `code_for_node` alone loses the indentation of the enclosing blocks on continuation lines
+    inside brackets (libcst stores it as `indent=True`), so the module is generated with the replacement
+    in place and the new span cut out of it."""
+    new = module.deep_replace(target, replacement).code
+    return new[start:len(new) - tail]
 
 
 def _first_line(error: Exception) -> str:

@@ -82,6 +82,11 @@ def lint_paths(paths: list[str], config: Config, jobs: int = 0, use_cache: bool 
     return kept, files
 
 
+def per_file_ignores(config: Config):
+    """`path -> codes that per-file-ignores switch off there`, for shown paths as findings carry them."""
+    return lambda shown: config.ignored_for(_relative_to_root(shown, config.root))
+
+
 def _relative_to_root(shown: str, root: Path) -> str:
     try:
         return Path(shown).resolve().relative_to(root).as_posix()

@@ -1,0 +1,92 @@
+"""The real flake8 runs perflint's rules through perflint/flake8_plugin.py, with flake8's own selection,
+`# noqa` and configuration file.
+
+When the `flake8.extension` entry point is installed flake8 finds the plugin by itself; otherwise the
+sample project registers it in `[flake8:local-plugins]`, which needs no installation.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from importlib.metadata import entry_points
+
+import pytest
+
+from perflint.engine import Linter
+from perflint.rule import all_rules
+from tests.conftest import SYNC_LOOP
+
+pytest.importorskip("flake8", reason="flake8 is not installed (pip install flake8)")
+
+INSTALLED = [ep for ep in entry_points(group="flake8.extension") if ep.name == "PFL"]
+LOCAL_PLUGIN = "" if INSTALLED else "[flake8:local-plugins]\nextension =\n    PFL = perflint.flake8_plugin:Plugin\n"
+OFF_BY_DEFAULT = next((r for r in all_rules().values() if not r.default and r.invalid
+                       and Linter([r]).lint_source(r.invalid[0], "x.py")), None)
+
+
+def flake8(project, *args, config: str = ""):
+    (project / "setup.cfg").write_text(LOCAL_PLUGIN + "[flake8]\nselect = PFL\n" + config)
+    r = subprocess.run([sys.executable, "-m", "flake8", *args], cwd=project, capture_output=True, text=True)
+    assert r.returncode in (0, 1), r.stderr
+    return r.returncode, r.stdout.splitlines()
+
+
+def codes(lines):
+    return [tuple(line.split()[0].rsplit(":", 3)[1:3]) + (line.split()[1],) for line in lines]
+
+
+def test_entry_point_if_installed_names_the_plugin():
+    assert all(ep.value == "perflint.flake8_plugin:Plugin" for ep in INSTALLED)
+
+
+def test_pfl_codes_at_perflint_positions(project):
+    (project / "a.py").write_text(SYNC_LOOP)
+    code, lines = flake8(project, "a.py")
+    assert code == 1 and lines == ["a.py:7:18: PFL101 " + lines[0].split("PFL101 ", 1)[1]]
+    (finding,) = Linter(all_rules().values()).lint_source(SYNC_LOOP, "a.py")
+    assert lines[0].endswith(finding.message)
+
+
+def test_flake8_noqa_applies_to_pfl_codes(project):
+    src = SYNC_LOOP + textwrap.dedent("""\
+        for t in ts:
+            a = t.item()  # noqa: PFL1
+        for t in ts:
+            b = t.item()  # noqa: E501
+        for t in ts:
+            c = t.item()  # noqa
+        """)
+    (project / "a.py").write_text(src.replace("total += loss.item()", "total += loss.item()  # noqa: PFL101"))
+    code, lines = flake8(project, "a.py")
+    assert codes(lines) == [("12", "9", "PFL101")]  # only the line whose noqa names another code
+    (project / "b.py").write_text("# flake8: noqa\n" + SYNC_LOOP)
+    assert flake8(project, "b.py") == (0, [])
+
+
+def test_flake8_selection_and_ignores_from_its_config_and_command_line(project):
+    (project / "a.py").write_text(SYNC_LOOP + "for i in range(3):\n    torch.cuda.synchronize()\n")
+    both = [("7", "18", "PFL101"), ("10", "5", "PFL109")]
+    assert codes(flake8(project, "a.py")[1]) == both
+    assert codes(flake8(project, "a.py", "--extend-ignore", "PFL101")[1]) == both[1:]
+    assert codes(flake8(project, "a.py", config="extend-ignore = PFL109\n")[1]) == both[:1]
+    assert codes(flake8(project, "a.py", "--select", "PFL109")[1]) == both[1:]
+    assert codes(flake8(project, "a.py", config="per-file-ignores =\n    a.py: PFL1\n")[1]) == []
+
+
+@pytest.mark.skipif(OFF_BY_DEFAULT is None, reason="no rule is off by default")
+def test_rule_off_by_default_runs_only_when_selected_by_name(project):
+    rule = OFF_BY_DEFAULT
+    (project / "a.py").write_text(rule.invalid[0])
+    assert rule.code not in {c for _, _, c in codes(flake8(project, "a.py")[1])}
+    for selection in (["--extend-select", rule.code], ["--select", rule.code[:4]]):
+        _, lines = flake8(project, "a.py", *selection)
+        assert rule.code in {c for _, _, c in codes(lines)}, selection
+
+
+def test_syntax_errors_are_flake8s_e999_not_pfl001(project):
+    (project / "bad.py").write_text("def f(:\n    pass\n")
+    (project / "a.py").write_text(SYNC_LOOP)
+    code, lines = flake8(project, "--select", "E999,PFL", "-j", "2", "bad.py", "a.py")
+    assert sorted(c for _, _, c in codes(lines)) == ["E999", "PFL101"]
