@@ -507,9 +507,10 @@ def module_call(ctx: Context, call: cst.Call) -> str | None:
     last = name.rsplit(".", 1)[-1].lower()
     if any(w in last for w in _LOSS_WORDS):
         return None
-    if ctx.known(name):
+    if ctx.known(name) and ctx.lookup(name) is not None:
         return name if ctx.lookup(name) == MODULE else None
-    return name if last in _MODULE_NAMES or last.endswith(("model", "_net", "net")) else None
+    return name if last in _MODULE_NAMES or last in ("layer", "block", "blk") or \
+        last.endswith(("model", "_net", "net")) else None
 
 
 _COMPILE_ONLY = {"torch.compile", "torch._dynamo.optimize"}

@@ -36,8 +36,14 @@ def measure(run, inputs, metric: str = "") -> tuple[dict, object]:
     the rule's metric needs plus everything compatible with it (see `Plan.choose`)."""
     from pytest_perf.measure import Plan, Recorder
 
-    run(*inputs)
-    recorder = Recorder(Plan.choose({metric} if metric else set(), everything=True))
+    plan = Plan.choose({metric} if metric else set(), everything=True)
+    warm = Recorder(plan)  # warm up under the same plan: dynamo guards on the function-mode stack, so a
+    warm.start()  # warm-up without the mode makes a compiled pair recompile (and count the trace's ops)
+    try:
+        run(*inputs)
+    finally:
+        warm.discard()
+    recorder = Recorder(plan)
     recorder.start()
     try:
         result = run(*inputs)

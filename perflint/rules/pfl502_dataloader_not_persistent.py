@@ -1,0 +1,93 @@
+import libcst as cst
+
+from perflint.context import Context, dotted, keyword
+from perflint.rules._base import DataLoaderRule, loop_source
+from perflint.rules.pfl501_dataloader_no_workers import workers_arg
+
+
+class DataLoaderNotPersistent(DataLoaderRule):
+    code = "PFL502"
+    name = "dataloader-not-persistent"
+    summary = "a `DataLoader` with worker processes is iterated epoch after epoch without `persistent_workers=True`"
+    message = "every epoch starts and stops this DataLoader's {n} worker processes; pass `persistent_workers=True`"
+    severity = "warning"
+    fix_safety = "unsafe"
+    proof_metric = "ops"
+    why = """
+Without `persistent_workers`, every `for batch in loader` creates a new iterator: it forks (or spawns)
+`num_workers` processes, each re-imports or copies the dataset and runs `worker_init_fn`, and the first
+batches of the epoch wait for that start-up while the accelerator idles; at the end of the epoch all
+workers are shut down again. With `persistent_workers=True` the same workers serve every epoch and
+start prefetching the next epoch immediately.
+"""
+    example = """
+loader = DataLoader(dataset, batch_size=64, num_workers=8)
+for epoch in range(epochs):
+    for x, y in loader:
+        train_step(x, y)
+"""
+    instead = """
+loader = DataLoader(dataset, batch_size=64, num_workers=8, persistent_workers=True)
+for epoch in range(epochs):
+    for x, y in loader:
+        train_step(x, y)
+"""
+    known_problems = """
+Reported when the loader, bound to a name, is iterated in a loop nested in another loop or passed to a
+call made inside a loop (an epoch loop calling `train(loader)`), and `num_workers` is present and not a
+literal `0`. The fix is offered only for a literal `num_workers > 0` and is unsafe: persistent workers keep
+their copy of the dataset, so changes the main process makes to the dataset between epochs (curriculum,
+resampling, `dataset.set_epoch(...)`) no longer reach them; `sampler.set_epoch` still works. The measured
+count is the main process's per-epoch iterator set-up (a fresh base seed is drawn for every new
+iterator); the process start-ups themselves, the real cost, happen outside the profiler's view.
+"""
+    valid = (
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4, persistent_workers=True)\n"
+        "for epoch in range(3):\n    for x in loader:\n        step(x)\n",
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\nfor x in loader:\n"
+        "    step(x)\n",
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor epoch in range(3):\n"
+        "    for x in loader:\n        step(x)\n",
+    )
+    invalid = (
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)  # expect: PFL502\n"
+        "for epoch in range(3):\n    for i, x in enumerate(loader):\n        step(x)\n",
+        "import torch\ntrain_loader = torch.utils.data.DataLoader(ds, num_workers=args.workers)  # expect: PFL502\n"
+        "for epoch in range(args.epochs):\n    train(train_loader, model)\n",
+    )
+
+    def visit_Module(self, node: cst.Module, ctx: Context) -> None:
+        super().visit_Module(node, ctx)
+        self.epoch_used: set[str] = set()
+
+    def visit_For(self, node: cst.For, ctx: Context) -> None:
+        name = loop_source(ctx, node.iter)
+        if name is not None and ctx.in_loop:
+            self.epoch_used.add(name)
+
+    def visit_Call(self, node: cst.Call, ctx: Context) -> None:
+        super().visit_Call(node, ctx)
+        if ctx.in_loop:
+            for arg in node.args:
+                name = dotted(arg.value)
+                if name is not None:
+                    self.epoch_used.add(name)
+
+    def finish(self, ctx: Context) -> None:
+        for call, name in self.loaders:
+            arg = workers_arg(call)
+            if name is None or name not in self.epoch_used or arg is None or keyword(call, "persistent_workers"):
+                continue
+            literal = isinstance(arg.value, cst.Integer)
+            if literal and arg.value.evaluated_value == 0:
+                continue
+            n = arg.value.value if literal else "`" + ctx.module.code_for_node(arg.value) + "`"
+            replacement = None
+            if literal:
+                args = list(call.args)
+                args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                args.append(cst.Arg(keyword=cst.Name("persistent_workers"), value=cst.Name("True"),
+                                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                          whitespace_after=cst.SimpleWhitespace(""))))
+                replacement = call.with_changes(args=args)
+            self.report(ctx, call, self.message.format(n=n), replacement=replacement)

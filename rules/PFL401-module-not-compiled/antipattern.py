@@ -1,0 +1,17 @@
+"""PFL401: an inference loop runs a model built here in eager mode, one kernel per op."""
+
+import torch
+from torch import nn
+
+
+def make_inputs():
+    torch.manual_seed(0)
+    return ([torch.randn(8, 16) for _ in range(10)],)
+
+
+def run(xs):
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 1))
+    with torch.no_grad():
+        outs = [model(x) for x in xs]  # expect: PFL401
+    return torch.cat(outs)

@@ -1,0 +1,14 @@
+"""PFL405 fixed: torch.compile (Inductor) instead of TorchScript; GELU and LayerNorm become one kernel.
+
+Inductor compiles C++ on the first run (about 10-15 s with a cold cache, about 1 s warm)."""
+
+import torch
+from torch import nn
+
+
+def run(xs):
+    torch.manual_seed(1)
+    model = torch.compile(nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 1)))
+    with torch.no_grad():
+        outs = [model(x) for x in xs]
+    return torch.cat(outs)
