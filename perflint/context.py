@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from perflint.tree import find_all
+
 # Kinds of values.
 TENSOR = "tensor"
 NDARRAY = "ndarray"
@@ -110,6 +112,7 @@ class Context:
         self.findings: list = []
         self._loop_bindings: dict[cst.CSTNode, set[str]] = {}
         self._calls: dict[cst.CSTNode, set[str]] = {}
+        self._qualnames: dict[cst.CSTNode, str | None] = {}
         self._trains: dict[cst.CSTNode, bool] = {}
 
     # ---- where we are -------------------------------------------------------------------------
@@ -154,14 +157,19 @@ class Context:
     def qualname(self, node: cst.CSTNode) -> str | None:
         """Qualified name of a Name/Attribute chain through import aliases: with `import torch as T`,
         `T.nn.functional.relu` -> "torch.nn.functional.relu"; None when the head is not imported."""
+        try:
+            return self._qualnames[node]  # several rules ask about the same node in a row
+        except KeyError:
+            pass
         name = dotted(node)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        target = self.aliases.get(head)
-        if target is None:
-            return None
-        return f"{target}.{rest}" if rest else target
+        qual = None
+        if name is not None:
+            head, _, rest = name.partition(".")
+            target = self.aliases.get(head)
+            if target is not None:
+                qual = f"{target}.{rest}" if rest else target
+        self._qualnames[node] = qual
+        return qual
 
     def is_torch(self, node: cst.CSTNode, *names: str) -> bool:
         """Whether node refers to one of the given qualified names."""
@@ -303,7 +311,7 @@ class Context:
         names = self._calls.get(node)
         if names is None:
             names = self._calls[node] = set()
-            for call in _find(node, cst.Call):
+            for call in find_all(node, cst.Call):
                 name = self.qualname(call.func) or dotted(call.func)
                 if name:
                     names.add(name)
@@ -318,67 +326,36 @@ class Context:
         return names
 
 
-def _find(node: cst.CSTNode, node_type: type) -> list:
-    """Every node of a type in a subtree (a plain libcst visit: used lazily, for rare questions)."""
-    found = []
-
-    class _Find(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if isinstance(n, node_type):
-                found.append(n)
-            return True
-
-    node.visit(_Find())
-    return found
+_BINDERS = (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Call)
+_MUTATORS = ("append", "extend", "update", "add_module")
 
 
 def _bound_names(node: cst.CSTNode) -> set[str]:
     out: set[str] = set()
 
-    class _Collect(cst.CSTVisitor):
-        def _add(self, target: cst.CSTNode) -> None:
-            if isinstance(target, (cst.Tuple, cst.List)):
-                for e in target.elements:
-                    self._add(e.value)
-            elif isinstance(target, cst.StarredElement):
-                self._add(target.value)
-            else:
-                name = dotted(target)
-                if name is not None:
-                    out.add(name)
-                elif isinstance(target, cst.Subscript):
-                    base = dotted(target.value)
-                    if base is not None:
-                        out.add(base)
+    def add(target: cst.CSTNode) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                add(e.value)
+        elif isinstance(target, cst.StarredElement):
+            add(target.value)
+        else:
+            name = dotted(target)
+            if name is None and isinstance(target, cst.Subscript):
+                name = dotted(target.value)
+            if name is not None:
+                out.add(name)
 
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            self._add(node.target)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            self._add(node.target)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            self._add(node.target)
-
-        def visit_For(self, node: cst.For) -> None:
-            self._add(node.target)
-
-        def visit_CompFor(self, node: cst.CompFor) -> None:
-            self._add(node.target)
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            self._add(node.target)
-
-        def visit_Call(self, node: cst.Call) -> None:
+    for n in find_all(node, _BINDERS):
+        if not isinstance(n, cst.Call):
+            add(n.target)
+        elif isinstance(n.func, cst.Attribute):
             # x.mul_(2), x.copy_(y), xs.append(t): in-place methods change their receiver.
-            if isinstance(node.func, cst.Attribute):
-                m = node.func.attr.value
-                if m.endswith("_") and not m.endswith("__") or m in ("append", "extend", "update", "add_module"):
-                    base = dotted(node.func.value)
-                    if base is not None:
-                        out.add(base)
-
-    node.visit(_Collect())
+            m = n.func.attr.value
+            if m.endswith("_") and not m.endswith("__") or m in _MUTATORS:
+                base = dotted(n.func.value)
+                if base is not None:
+                    out.add(base)
     return out
 
 
@@ -483,7 +460,7 @@ def trains(ctx: Context, node: cst.CSTNode) -> bool:
     found = ctx._trains.get(node)
     if found is None:
         found = False
-        for call in _find(node, cst.Call):
+        for call in find_all(node, cst.Call):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "backward":
                 found = True

@@ -9,23 +9,19 @@ only when a file has findings (see positions.py). The engine never imports or ru
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
 import sys
 import warnings
 from typing import Callable, Iterable
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 
 from perflint.context import LOADER, MODULE, TENSOR, Context, Scope, dotted
 from perflint.positions import node_ranges
+from perflint.tree import children, fields, is_node_type
 from perflint.rule import RULE_CRASHED, SYNTAX_ERROR, Edit, Finding, Fix, Pending, Rule
 
-# Fields that hold only whitespace, punctuation or parentheses: no rule needs to look inside them.
-_SKIP_FIELDS = {"lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators", "header",
-                "footer", "newline", "equal", "colon", "dot", "star", "default_indent", "default_newline",
-                "encoding", "has_trailing_newline", "asynchronous", "operator", "trailing_whitespace"}
-_FIELDS: dict[type, tuple[str, ...]] = {}
 _NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _FILE_NOQA = re.compile(r"^\s*#\s*perflint\s*:\s*noqa\s*$", re.IGNORECASE | re.MULTILINE)
 _PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # Python's line breaks only
@@ -33,15 +29,6 @@ _LOOPS = (cst.For, cst.While)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 _COMPILE = {"torch.compile", "torch.jit.script", "torch.jit.trace", "torch.jit.script_method"}
-
-
-def _fields(node_type: type) -> tuple[str, ...]:
-    names = _FIELDS.get(node_type)
-    if names is None:
-        names = _FIELDS[node_type] = tuple(
-            f.name for f in dataclasses.fields(node_type)
-            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace"))
-    return names
 
 
 def _gate(test: cst.BaseExpression) -> bool:
@@ -135,7 +122,7 @@ class Linter:
     def _place(self, module: cst.Module, pending: list[Pending], text: str, path: str) -> list[Finding]:
         ranges = node_ranges(module)
         lines = _PHYSICAL_LINE.findall(text)
-        starts: list[int] = []  # offsets of the lines of module.code, computed at the first fix
+        indents = None  # enclosing block indentation of fix targets, computed at the first fix
         out = []
         for p in pending:
             line, col, end_line, end_col = ranges[p.node]
@@ -145,9 +132,9 @@ class Linter:
             if p.replacement is not None:
                 target = p.fix_node or p.node
                 t_line, t_col, t_end_line, t_end_col = ranges[target]
-                starts = starts or _line_starts(module.code)
-                content = _code_in_place(module, target, p.replacement, starts[t_line - 1] + t_col,
-                                         starts[-1] - starts[t_end_line - 1] - t_end_col)
+                if indents is None:
+                    indents = _block_indents(module, {q.fix_node or q.node for q in pending if q.replacement})
+                content = _code_in_block(module, p.replacement, indents[target])
                 fix = Fix(p.rule.fix_safety if p.rule.fix_safety != "none" else "unsafe",
                           f"Replace with `{content}`" if "\n" not in content else "Apply the rewrite",
                           (Edit(content, (t_line, t_col + 1), (t_end_line, t_end_col + 1)),))
@@ -156,22 +143,33 @@ class Linter:
         return out
 
 
-def _line_starts(code: str) -> list[int]:
-    """Offset of each line's first character, and the length of the code last; Python's line breaks
-    only (str.splitlines also breaks at \\f, \\v, \\x1c-\\x1e, \\x85, \\u2028, \\u2029)."""
-    starts = [0]
-    for line in _PHYSICAL_LINE.findall(code):
-        starts.append(starts[-1] + len(line))
-    return starts
+def _block_indents(module: cst.Module, targets: set[cst.CSTNode]) -> dict[cst.CSTNode, list[str]]:
+    """The indentation tokens of the blocks enclosing each target (one fast walk, only for fixes)."""
+    found: dict[cst.CSTNode, list[str]] = {}
+    stack: list[str] = []
+
+    def visit(node: cst.CSTNode) -> None:
+        if node in targets:
+            found[node] = list(stack)
+        block = isinstance(node, cst.IndentedBlock)
+        if block:
+            stack.append(module.default_indent if node.indent is None else node.indent)
+        for child in children(node):
+            visit(child)
+        if block:
+            stack.pop()
+
+    visit(module)
+    return found
 
 
-def _code_in_place(module: cst.Module, target: cst.CSTNode, replacement: cst.CSTNode, start: int, tail: int) -> str:
-    """The replacement's text as it will read in the file, between offset `start` and the last `tail`
-    characters. `code_for_node` alone loses the indentation of the enclosing blocks on continuation lines
-    inside brackets (libcst stores it as `indent=True`), so the module is generated with the replacement
-    in place and the new span cut out of it."""
-    new = module.deep_replace(target, replacement).code
-    return new[start:len(new) - tail]
+def _code_in_block(module: cst.Module, node: cst.CSTNode, indent_tokens: list[str]) -> str:
+    """A node's code as it reads inside its block. `Module.code_for_node` alone drops the block's
+    indentation from continuation lines inside brackets (libcst emits it only through the indent stack)."""
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state.indent_tokens = list(indent_tokens)
+    node._codegen(state)
+    return "".join(state.tokens)
 
 
 def _first_line(error: Exception) -> str:
@@ -197,38 +195,59 @@ class _Walker:
         self.visits, self.leaves = linter.visits, linter.leaves
 
     def call(self, rule: Rule, fn: Callable, *args) -> None:
+        """Call one rule hook outside the walk (`finish`), with the same crash handling."""
         if rule in self.broken:
             return
         try:
             fn(*args)
         except RecursionError:
             raise
-        except Exception as e:  # a rule bug must not stop the other rules or files
-            self.broken[rule] = f"{type(e).__name__}: {e}"
+        except Exception as e:
+            self._crashed(rule, e)
+
+    def _crashed(self, rule: Rule, error: Exception) -> None:
+        """A rule bug must not stop the other rules or files: record it and stop calling that rule."""
+        self.broken[rule] = f"{type(error).__name__}: {error}"
+        self.visits = {t: [f for f in fns if f.__self__ is not rule] for t, fns in self.visits.items()}
+        self.leaves = {t: [f for f in fns if f.__self__ is not rule] for t, fns in self.leaves.items()}
+
+    def _hooks(self, fns: list[Callable], node: cst.CSTNode) -> None:
+        ctx = self.ctx
+        for fn in fns:
+            try:
+                fn(node, ctx)
+            except RecursionError:
+                raise
+            except Exception as e:
+                self._crashed(fn.__self__, e)
 
     def walk(self, node: cst.CSTNode) -> None:
         node_type = type(node)
-        for fn in self.visits.get(node_type, ()):
-            self.call(fn.__self__, fn, node, self.ctx)
+        fns = self.visits.get(node_type)
+        if fns:
+            self._hooks(fns, node)
         special = _SPECIAL.get(node_type)
         if special is not None:
             special(self, node)
         else:
             self.children(node)
-        for fn in self.leaves.get(node_type, ()):
-            self.call(fn.__self__, fn, node, self.ctx)
+        fns = self.leaves.get(node_type)
+        if fns:
+            self._hooks(fns, node)
 
     def children(self, node: cst.CSTNode, skip: tuple[str, ...] = ()) -> None:
-        for name in _fields(type(node)):
+        walk = self.walk
+        for name in fields(type(node)):
             if name in skip:
                 continue
             value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
-                self.walk(value)
-            elif type(value) is tuple or type(value) is list:
+            kind = type(value)
+            if kind is tuple or kind is list:
                 for child in value:
-                    if isinstance(child, cst.CSTNode):
-                        self.walk(child)
+                    if is_node_type(type(child)):
+                        walk(child)
+            elif is_node_type(kind):
+                walk(value)
 
     # ---- context-changing nodes ---------------------------------------------------------------
     def _import(self, node: cst.Import) -> None:

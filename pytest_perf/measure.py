@@ -19,8 +19,10 @@ No pytest import: the plugin, the fixture and the benchmark all use this module.
 from __future__ import annotations
 
 import bisect
+import gc
 import os
 import tempfile
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -30,6 +32,8 @@ import torch.autograd.profiler as _autograd_profiler
 from torch.overrides import TorchFunctionMode
 
 from perflint import events
+from perflint.scaling import kind_of
+from perflint.trace.intervals import intersect, total, union
 from pytest_perf.attribution import Site, skip_library, user_site
 
 skip_library(torch.__file__)
@@ -55,6 +59,11 @@ _INDEXING = frozenset({"__getitem__", "__setitem__"})
 # Ranges that contain ops but are not ops themselves (the autograd engine's per-node ranges).
 _NOT_OPS = ("autograd::", "torch::autograd::", "pytest_perf::")
 _CPU_ROWS = {e.name: e for e in events.EVENTS if e.source == "cpu_op" and not e.name.endswith("*")}
+# A collective's own event on the backend's worker thread (`gloo:all_reduce`) or annotation (`nccl:...`):
+# the same collective as its `c10d::` op, so it is counted only where no c10d op was seen.
+_BACKEND_EVENTS = ("gloo:", "nccl:", "mpi:", "ucc:")
+# Which argument of a c10d op (and of its backend event) holds what this rank sends.
+_SEND_ARG = {"all_reduce": 0, "broadcast": 0, "all_gather": 1, "reduce_scatter": 1, "all_to_all": 1}
 
 
 class ProfilerConflict(RuntimeError):
@@ -69,6 +78,8 @@ class Plan:
     memory: bool = False  # profile_memory=True for peak_memory
     compile: bool = False  # import torch._dynamo and track graph breaks / recompiles
     keep_trace: bool = False  # keep the profiler to export a Chrome trace afterwards
+    comm: bool = False  # record_shapes: collective bytes by kind, comm/compute overlap, wall time (ranks)
+    flops: bool = False  # torch.utils.flop_counter: FLOPs of the measured code (predicted scaling)
 
     @classmethod
     def choose(cls, asked: set[str], everything: bool = False, keep_trace: bool = False) -> "Plan":
@@ -94,6 +105,8 @@ class Plan:
             got.add("peak_memory")
         if self.compile:
             got |= NEEDS_COMPILE
+        if self.comm:
+            got |= {"comm_bytes", "comm_overlap"}
         return got
 
 
@@ -112,6 +125,14 @@ class Result:
     gpu: dict[str, float | None] = field(default_factory=dict)
     traces: list[Any] = field(default_factory=list)
     segments: int = 0
+    # With Plan.comm (ranks of a world_size test): collectives and bytes by kind, time in communication
+    # and the part of it that overlapped computation, wall time; with Plan.flops, FLOPs.
+    comm_counts: Counter = field(default_factory=Counter)
+    comm_kind_bytes: Counter = field(default_factory=Counter)
+    comm_ns: int = 0
+    comm_overlap_ns: int = 0
+    wall_ns: int = 0
+    flops: int | None = None
 
     @property
     def metrics(self) -> dict[str, float | None]:
@@ -119,12 +140,17 @@ class Result:
         out: dict[str, float | None] = {m: None for m in ALL_METRICS}
         for m in self.measured:
             out[m] = self.peak_memory if m == "peak_memory" else self.counts[m]
+        if "comm_bytes" in self.measured:
+            out["comm_bytes"] = sum(self.comm_kind_bytes.values())
+            out["comm_overlap"] = self.comm_overlap_ns / self.comm_ns if self.comm_ns else None
         out.update({k: v for k, v in self.gpu.items() if v is not None})
         return out
 
     def reasons(self) -> dict[str, str]:
-        why = {"queue_overlap": "needs a GPU", "comm_bytes": "not measured by pytest_perf",
-               "comm_overlap": "not measured by pytest_perf"}
+        why = {"queue_overlap": "needs a GPU", "comm_bytes": "not measured by pytest_perf outside world_size=N tests",
+               "comm_overlap": "not measured by pytest_perf outside world_size=N tests"}
+        if "comm_bytes" in self.measured:
+            why["comm_overlap"] = "no collective ran"
         why.update(self.unavailable)
         return why
 
@@ -203,6 +229,8 @@ class Recorder:
         self._dynamo_before: tuple[int, Counter] | None = None
         self._break_sites: list[Site] = []
         self._gpu = torch.cuda.is_available()
+        self._flop_counter = None
+        self._started_ns = 0
 
     def _fresh(self) -> Result:
         return Result(measured=self.plan.measured(), unavailable=self.plan.unavailable())
@@ -226,13 +254,22 @@ class Recorder:
                 self._track_dynamo()
             if self.plan.sites:
                 self._patch_cuda_synchronize()
+            if self.plan.memory:
+                gc.collect()  # garbage freed mid-region by the cycle collector would lower the peak at random
             activities = [torch.profiler.ProfilerActivity.CPU]
             if self._gpu:  # untested here: no GPU on the CI that built this
                 activities.append(torch.profiler.ProfilerActivity.CUDA)
                 torch.cuda.reset_peak_memory_stats()
-            prof = torch.profiler.profile(activities=activities, profile_memory=self.plan.memory and not self._gpu)
+            prof = torch.profiler.profile(activities=activities, profile_memory=self.plan.memory and not self._gpu,
+                                          record_shapes=self.plan.comm)
             prof.start()
             self._prof = prof
+            self._started_ns = time.perf_counter_ns()
+            if self.plan.flops:
+                from torch.utils.flop_counter import FlopCounterMode
+
+                self._flop_counter = FlopCounterMode(display=False)
+                self._flop_counter.__enter__()
             if self.plan.sites:
                 self._mode = _SyncSpy(self)
                 self._mode.__enter__()
@@ -246,10 +283,15 @@ class Recorder:
             return
         prof = self._prof
         hijacked = False
+        self.result.wall_ns += time.perf_counter_ns() - self._started_ns
         try:
             if self._mode is not None:
                 self._mode.__exit__(None, None, None)
+            if self._flop_counter is not None:
+                self._flop_counter.__exit__(None, None, None)
+                self.result.flops = (self.result.flops or 0) + self._flop_counter.get_total_flops()
         finally:
+            self._flop_counter = None
             self._mode = None
             try:
                 hijacked = not torch._C._autograd._profiler_enabled()
@@ -438,7 +480,9 @@ class Recorder:
         op_names: list[str] = []
         top_names: list[str] = []
         syncs: list[tuple[Site, str | None]] = []
-        collectives: list[int] = []
+        collectives: list = []  # top-level collective op nodes (c10d::*)
+        backend: list = []  # the backends' own collective events (gloo:*, nccl:*)
+        compute: list[tuple[int, int]] | None = [] if plan.comm else None  # top-level op intervals
 
         def visit(nodes, in_op, in_sync, site, rule, top):
             for node in nodes:
@@ -459,6 +503,9 @@ class Recorder:
                     continue
                 elif "::" in name and not name.startswith(_NOT_OPS) and node.extra_fields.scope == function_scope:
                     row = lookup(name, "cpu_op")
+                elif name.startswith(_BACKEND_EVENTS):
+                    backend.append(node)
+                    continue
                 else:  # a range around ops (autograd engine, record_function): look inside
                     children = node.children
                     if children:
@@ -471,7 +518,9 @@ class Recorder:
                     if with_steps:
                         step_events.append((node.start_time_ns, "ops", 1))
                     if row is not None and row.metric == "collectives":
-                        collectives.append(node.start_time_ns)
+                        collectives.append(node)
+                    elif compute is not None:
+                        compute.append((node.start_time_ns, node.start_time_ns + node.duration_time_ns))
                 node_rule, node_sync = rule, in_sync
                 if row is not None:
                     node_rule = rule or row.rule
@@ -489,12 +538,27 @@ class Recorder:
         res.op_counts.update(op_names)
         res.top_ops.update(top_names)
         res.counts["ops"] += len(top_names)
-        res.counts["collectives"] += len(collectives)
+        counted = _count_collectives(collectives, backend)
+        res.counts["collectives"] += len(counted)
         if with_steps:
-            step_events.extend((t, "collectives", 1) for t in collectives)
+            step_events.extend((node.start_time_ns, "collectives", 1) for node in counted)
+        if compute is not None:
+            self._add_comm(counted, backend or collectives, compute)
         if plan.sites:
             res.counts["syncs"] += len(syncs)
             res.hits.update((events.SYNC, where, rule) for where, rule in syncs)
+
+    def _add_comm(self, counted, comm_nodes, compute) -> None:
+        """Bytes by kind of the counted collectives, and how much of the communication time (the
+        backend's worker events, else the c10d calls) overlapped top-level compute ops."""
+        res = self.result
+        for node in counted:
+            kind = _kind(node.name)
+            res.comm_counts[kind] += 1
+            res.comm_kind_bytes[kind] += _send_bytes(node, kind)
+        comm = union((n.start_time_ns, n.start_time_ns + n.duration_time_ns) for n in comm_nodes)
+        res.comm_ns += int(total(comm))
+        res.comm_overlap_ns += int(total(intersect(comm, union(compute))))
 
     def _add_steps(self, step_events, marks: list[int]) -> None:
         """Bin this segment's counts into the steps that perf.step() closed; the rest after the last mark
@@ -538,6 +602,43 @@ class Recorder:
         gpu["peak_memory"] = torch.cuda.max_memory_allocated()
         self.result.gpu.update(gpu)
         self.result.measured |= {k for k, v in gpu.items() if v is not None and k in ALL_METRICS}
+
+
+def _kind(name: str) -> str:
+    return kind_of(name) or name.rsplit(":", 1)[-1].strip("_")
+
+
+def _count_collectives(calls: list, backend: list) -> list:
+    """Each collective once: per kind, the c10d calls, or the backend's events where it saw more (a
+    collective issued below the dispatcher, or a backend that records no c10d op)."""
+    by_kind: dict[str, tuple[list, list]] = {}
+    for i, nodes in enumerate((calls, backend)):
+        for node in nodes:
+            by_kind.setdefault(_kind(node.name), ([], []))[i].append(node)
+    out = []
+    for c10d, own in by_kind.values():
+        out.extend(own if len(own) > len(c10d) else c10d)
+    return out
+
+
+def _send_bytes(node, kind: str) -> int:
+    """Bytes this rank passes in: the send argument's tensors (record_shapes); 0 when not recorded."""
+    inputs = getattr(node.extra_fields, "inputs", None) or []
+    if node.name.startswith(_BACKEND_EVENTS):
+        arg = inputs[0] if inputs else None
+    else:
+        i = _SEND_ARG.get(kind, 0)
+        arg = inputs[i] if i < len(inputs) else None
+    tensors = arg if isinstance(arg, list) else [arg]
+    nbytes = 0
+    for t in tensors:
+        sizes, dtype = getattr(t, "sizes", None), getattr(t, "dtype", None)
+        if sizes is not None and dtype is not None:
+            n = 1
+            for d in sizes:
+                n *= d
+            nbytes += n * dtype.itemsize
+    return nbytes
 
 
 def measure(fn: Callable[[], Any], plan: Plan | None = None) -> Result:

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from perflint.context import (OPTIMIZER, TENSOR, Context, _find, dotted, eval_like, may_be_tensor, method_name,
+from perflint.context import (OPTIMIZER, TENSOR, Context, find_all, dotted, eval_like, may_be_tensor, method_name,
                               module_call, trains)
 from perflint.rule import Rule
 
@@ -306,11 +306,11 @@ _MODEL_TENSORS = {"items", "values", "parameters", "named_parameters", "buffers"
 
 def _host_data(expr: cst.CSTNode) -> bool:
     """An expression that visibly builds data on the host: `device="cpu"`, `.cpu()`, `.numpy()`."""
-    for arg in _find(expr, cst.Arg):
+    for arg in find_all(expr, cst.Arg):
         if arg.keyword is not None and arg.keyword.value == "device" and isinstance(arg.value, cst.SimpleString) \
                 and arg.value.evaluated_value == "cpu":
             return True
-    return any(method_name(call) in ("cpu", "numpy") for call in _find(expr, cst.Call))
+    return any(method_name(call) in ("cpu", "numpy") for call in find_all(expr, cst.Call))
 
 
 def not_per_batch(loop: cst.CSTNode) -> bool:

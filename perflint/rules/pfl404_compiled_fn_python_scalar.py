@@ -1,6 +1,6 @@
 import libcst as cst
 
-from perflint.context import NDARRAY, TENSOR, Context, _find, compile_decorated, dotted
+from perflint.context import NDARRAY, TENSOR, Context, find_all, compile_decorated, dotted
 from perflint.rule import Rule
 
 _COMPILE = {"torch.compile", "torch._dynamo.optimize"}
@@ -98,7 +98,7 @@ quiet.
         if not isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)):
             return False
         used = False
-        for node in _find(expr, cst.BaseExpression):
+        for node in find_all(expr, cst.BaseExpression):
             if isinstance(node, cst.Name):
                 if node.value in live:
                     used = True

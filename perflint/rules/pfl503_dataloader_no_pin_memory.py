@@ -1,6 +1,6 @@
 import libcst as cst
 
-from perflint.context import LOADER, Context, _find, device_move, dotted, keyword
+from perflint.context import LOADER, Context, find_all, device_move, dotted, keyword
 from perflint.rules._base import DataLoaderRule, loop_source
 
 
@@ -68,7 +68,7 @@ batches it can be a wash.
             return
         self.iterated.add(name)
         if ctx.lookup(name) == LOADER or "loader" in name.lower():
-            self._loops.append((node, name, {n.value for n in _find(node.target, cst.Name)}))
+            self._loops.append((node, name, {n.value for n in find_all(node.target, cst.Name)}))
 
     def leave_For(self, node: cst.For, ctx: Context) -> None:
         if self._loops and self._loops[-1][0] is node:

@@ -1,13 +1,13 @@
 import libcst as cst
 
-from perflint.context import Context, _find, dotted, module_call, trains
+from perflint.context import Context, find_all, dotted, module_call, trains
 from perflint.rule import Rule
 
 _DETACHING = {"detach", "item", "tolist", "cpu", "numpy", "detach_"}
 
 
 def _names(node: cst.CSTNode) -> set[str]:
-    return {n.value for n in _find(node, cst.Name)}
+    return {n.value for n in find_all(node, cst.Name)}
 
 
 class LossAccumulatedWithGraph(Rule):
@@ -94,14 +94,14 @@ the retained graph nodes live outside the tensor allocator, so no deterministic 
     def _backpropagated(self, acc: str, scope: cst.CSTNode) -> bool:
         """Whether the accumulator, or a name computed from it, is backpropagated in the scope."""
         receivers: set[str] = set()
-        for call in _find(scope, cst.Call):
+        for call in find_all(scope, cst.Call):
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
                 receivers |= _names(call.func.value)
             elif dotted(call.func) in ("torch.autograd.backward", "autograd.backward") and call.args:
                 receivers |= _names(call.args[0].value)
         if acc in receivers:
             return True
-        for assign in _find(scope, cst.Assign):
+        for assign in find_all(scope, cst.Assign):
             if acc in _names(assign.value) and any(_names(t.target) & receivers for t in assign.targets):
                 return True
         return False

@@ -1,17 +1,17 @@
 import libcst as cst
 
-from perflint.context import Context, _find, dotted, method_name
+from perflint.context import Context, find_all, dotted, method_name
 from perflint.rule import Rule
 from perflint.rules._base import is_ddp
 
 
 def _modulo(test: cst.BaseExpression) -> bool:
-    return any(isinstance(op.operator, cst.Modulo) for op in _find(test, cst.BinaryOperation))
+    return any(isinstance(op.operator, cst.Modulo) for op in find_all(test, cst.BinaryOperation))
 
 
 def _steps(ctx: Context, body: cst.CSTNode) -> bool:
     """Whether a block calls an optimizer's or a grad scaler's `.step()`."""
-    for call in _find(body, cst.Call):
+    for call in find_all(body, cst.Call):
         if method_name(call) == "step":
             head = (dotted(call.func.value) or "").rsplit(".", 1)[-1].lower()
             if "opt" in head or "scaler" in head:
@@ -106,14 +106,14 @@ recognised. Without DDP in the file it stays quiet: single-process accumulation 
         accumulating = self.accumulating.get(loop)
         if accumulating is None:
             accumulating = self.accumulating[loop] = any(
-                _modulo(branch.test) and _steps(ctx, branch.body) for branch in _find(loop, cst.If))
+                _modulo(branch.test) and _steps(ctx, branch.body) for branch in find_all(loop, cst.If))
         if accumulating:
             self.candidates.append(node)
 
     def visit_With(self, node: cst.With, ctx: Context) -> None:
         for item in node.items:
             if isinstance(item.item, cst.Call) and method_name(item.item) == "no_sync":
-                calls = [method_name(c) or dotted(c.func) for c in _find(node.body, cst.Call)]
+                calls = [method_name(c) or dotted(c.func) for c in find_all(node.body, cst.Call)]
                 if "backward" in calls and all(c in ("backward", "scale") for c in calls):
                     self.report(ctx, item, self.backward_only)
 

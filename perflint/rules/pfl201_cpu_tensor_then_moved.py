@@ -1,0 +1,97 @@
+import libcst as cst
+
+from perflint.context import device_move, keyword
+from perflint.rule import Rule
+from perflint.rules._base import one_line
+
+# Factories that take `device=` and would otherwise allocate on the CPU.
+FACTORIES = frozenset(f"torch.{n}" for n in (
+    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range", "linspace",
+    "logspace", "eye", "tensor", "as_tensor", "empty_strided", "tril_indices", "triu_indices", "normal",
+    "bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window"))
+# Device generators differ from the CPU one: with `device=` a seeded run draws different numbers.
+RANDOM = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal"))
+
+
+class CpuTensorThenMoved(Rule):
+    code = "PFL201"
+    name = "cpu-tensor-then-moved"
+    summary = "a tensor created on the CPU and moved at once (`torch.zeros(n).to(dev)`): create it on the device"
+    message = "`{factory}(...).{method}(...)` allocates on the CPU, then copies to the device; pass `device=` instead"
+    fix_safety = "safe"
+    proof_metric = "transfers"
+    why = """
+`torch.zeros(n).to(device)` allocates and fills the tensor in host memory, then allocates it again on the
+device and copies it over PCIe (`aten::to > aten::_to_copy > aten::copy_`, on a GPU a `cudaMemcpyAsync`
+`Memcpy HtoD (Pageable -> Device)` that blocks the host until the staging copy is done). `device=` makes
+the factory write the values straight into device memory with one small kernel: no host allocation, no
+copy, no host wait. In a loop or a `forward` the copy is paid on every step.
+"""
+    example = """
+def forward(self, x):
+    mask = torch.ones(x.shape[0], x.shape[1]).to(x.device)
+    pos = torch.arange(x.shape[1]).cuda()
+"""
+    instead = """
+def forward(self, x):
+    mask = torch.ones(x.shape[0], x.shape[1], device=x.device)
+    pos = torch.arange(x.shape[1], device="cuda")
+"""
+    known_problems = """
+Reports only a factory call
+(`torch.zeros/ones/empty/full/rand*/arange/linspace/eye/tensor/as_tensor...`) directly followed by
+`.to(<device>)` or `.cuda()`, in a loop or a `forward` method (code that runs once, such as `__init__`,
+pays the copy once: quiet). `.to(x)` and `.to(<name>)` where the name does not look like a device
+(`device`, `dev`, `self.device`, `x.device`, `args.gpu`, `local_rank`, a string or `torch.device(...)`)
+stay quiet, because `.to(torch.float16)` is a dtype conversion. The fix (add `device=`) is offered only
+for the plain forms `.to(dev)`, `.to(device=dev)` and `.cuda()` of a factory call written on one line;
+with extra arguments (`dtype=`, `non_blocking=`) the finding has no fix, nor for random factories
+(`rand`, `randn`, `randint`, `randperm`, `normal`): the device's generator draws other numbers than the
+CPU's for the same seed, so the rewrite would change a seeded run's values. `torch.tensor(data).to(dev)`
+where `data` already lives on the device would not copy: that is rare and the fixed code is still right.
+"""
+    valid = (
+        "import torch\ndef forward(self, x):\n    m = torch.zeros(3, device=x.device)\n",
+        "import torch\nfor i in range(3):\n    m = torch.zeros(3).to(torch.float16)\n",
+        "import torch\nclass M:\n    def __init__(self):\n        self.m = torch.zeros(3).to('cuda')\n",
+        "import torch\nfor i in range(3):\n    m = torch.zeros(3, device='cpu').cuda()\n",
+        "import torch\nfor i in range(3):\n    m = torch.from_numpy(a).to(device)\n",
+    )
+    invalid = (
+        "import torch\nfor i in range(3):\n    m = torch.zeros(3).to(device)  # expect: PFL201\n",
+        "import torch as T\nclass M:\n    def forward(self, x):\n"
+        "        pos = T.arange(x.shape[1]).cuda()  # expect: PFL201\n",
+        "import torch\nwhile True:\n"
+        "    t = torch.tensor([1.0, 2.0]).to(device=self.device, non_blocking=True)  # expect: PFL201\n",
+    )
+
+    def visit_Call(self, node: cst.Call, ctx) -> None:
+        inner = node.func.value if isinstance(node.func, cst.Attribute) else None
+        if not isinstance(inner, cst.Call) or not (ctx.in_hot_loop or ctx.in_forward):
+            return
+        factory = ctx.call_name(inner)
+        if factory not in FACTORIES or keyword(inner, "device") is not None:
+            return
+        move = device_move(ctx, node)
+        if move is None or move.device == "cpu" or node.func.attr.value == "cpu":
+            return
+        replacement = None
+        if move.plain and one_line(inner) and factory not in RANDOM:
+            device = move.expr if move.expr is not None else cst.SimpleString('"cuda"')
+            replacement = _with_device(inner, device)
+        self.report(ctx, node, self.message.format(factory=factory, method=node.func.attr.value),
+                    replacement=replacement)
+
+
+def _with_device(call: cst.Call, device: cst.BaseExpression) -> cst.Call:
+    """`f(a, b)` -> `f(a, b, device=dev)`, keeping the original argument layout."""
+    args = list(call.args)
+    if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
+        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    elif args and isinstance(args[-1].comma, cst.Comma) and args[-1].comma.whitespace_after.empty:
+        args[-1] = args[-1].with_changes(comma=args[-1].comma.with_changes(
+            whitespace_after=cst.SimpleWhitespace(" ")))  # `f(a,)` -> `f(a, device=dev)`
+    args.append(cst.Arg(value=device, keyword=cst.Name("device"),
+                        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                              whitespace_after=cst.SimpleWhitespace(""))))
+    return call.with_changes(args=args)
