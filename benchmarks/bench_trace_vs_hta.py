@@ -1,6 +1,7 @@
 """Benchmark: `perflint trace`'s load + full analysis versus HTA 0.5.0's TraceAnalysis load, same file,
 same run, each measurement in a fresh subprocess (alternating, so machine load hits both alike).
 
+    pip install 'torch-perflint[trace]'           # msgspec (typed fast reader) and orjson
     pip install 'HolisticTraceAnalysis==0.5.0'   # benchmark only: pulls in pandas, jupyterlab, ...
     python benchmarks/bench_trace_vs_hta.py [TRACE] [--runs 5]
 
@@ -66,6 +67,18 @@ def run(tool: str, target: str, traced: bool = False) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _parser_name() -> str:
+    """The reader perflint uses for a file of this size: msgspec's typed decoder, else orjson, else json."""
+    from perflint.trace import jsontext, typed
+
+    if typed._DECODER is not None:
+        import msgspec
+        return f"msgspec {msgspec.__version__} (typed)"
+    if jsontext._orjson is not None:
+        return "orjson (msgspec not installed)"
+    return "json (neither msgspec nor orjson installed)"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace", nargs="?", default=str(DEFAULT))
@@ -88,11 +101,7 @@ def main() -> int:
                 cpu[tool].append(done["cpu_seconds"])
         rss = {tool: run(tool, targets[tool]) for tool in ("ours", "hta")}
         traced = {tool: run(tool, targets[tool], traced=True) for tool in ("ours", "hta")}
-    try:
-        import orjson  # noqa: F401
-        parser_name = "orjson"
-    except ImportError:
-        parser_name = "json (orjson not installed)"
+    parser_name = _parser_name()
     print(f"trace: {trace} ({trace.stat().st_size / 2**20:.1f} MiB gzipped); perflint parser: {parser_name}; "
           f"{args.runs} runs each, alternating")
     print(f"{'':34}{'median s':>10}{'min s':>8}{'max s':>8}{'median CPU s':>14}{'peak RSS growth MiB':>22}"

@@ -328,3 +328,16 @@ def test_eight_rank_job(traces, whole):
 def test_streaming_reader_gives_the_same_trace():
     path = TRACES / FILES["nccl"]
     assert load_trace(path, stream=True).device == load_trace(path, stream=False).device
+
+
+@pytest.mark.parametrize("key", ["nccl", "resnet_legacy", "mi250", "control"])
+def test_typed_reader_gives_the_same_trace(key, monkeypatch):
+    """msgspec's typed fast path and the general reader build identical traces (types included)."""
+    import perflint.trace.typed as typed
+
+    if typed._DECODER is None:
+        pytest.skip("msgspec is not installed")
+    fast = load_trace(TRACES / FILES[key])
+    monkeypatch.setattr(typed, "_DECODER", None)
+    general = load_trace(TRACES / FILES[key])
+    assert repr(fast) == repr(general) and fast == general

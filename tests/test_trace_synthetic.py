@@ -14,6 +14,7 @@ import pytest
 
 import perflint.trace.jsontext as jsontext
 import perflint.trace.load as load_module
+import perflint.trace.typed as typed
 from perflint.trace import TraceError, analyze, load_trace, metrics
 from perflint.trace.cli import main
 from perflint.trace.steps import find_steps, parse_range
@@ -223,13 +224,23 @@ def _write(tmp_path, name, data: bytes | str | dict | list):
     return path
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
-@pytest.mark.parametrize("use_orjson", [True, False], ids=["orjson", "json"])
-def test_readers_agree(tmp_path, monkeypatch, stream, use_orjson):
-    if not use_orjson:
-        monkeypatch.setattr(jsontext, "_orjson", None)
-    elif jsontext._orjson is None:
+def _use_reader(monkeypatch, reader):
+    """Select a reader as if only some optional parsers were installed: msgspec (typed fast path),
+    orjson (msgspec missing) or json (both missing)."""
+    if reader == "msgspec" and typed._DECODER is None:
+        pytest.skip("msgspec is not installed")
+    if reader == "orjson" and jsontext._orjson is None:
         pytest.skip("orjson is not installed")
+    if reader != "msgspec":
+        monkeypatch.setattr(typed, "_DECODER", None)
+    if reader == "json":
+        monkeypatch.setattr(jsontext, "_orjson", None)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("reader", ["msgspec", "orjson", "json"])
+def test_readers_agree(tmp_path, monkeypatch, stream, reader):
+    _use_reader(monkeypatch, reader)
     path = _write(tmp_path, "t.json.gz", kineto_trace())
     trace = load_trace(path, stream=stream)
     assert metrics(trace) == EXPECTED and (trace.rank, trace.world_size, trace.device_name) == (0, 1, "Test GPU")
@@ -252,6 +263,7 @@ def test_piecewise_parse_matches_whole_parse(tmp_path, monkeypatch, indent):
     meta_after = {"traceEvents": doc["traceEvents"], "distributedInfo": {"rank": 5}, "traceName": "x"}
     path = _write(tmp_path, "t.json", json.dumps(meta_after, indent=indent))
     whole_parses = []
+    _use_reader(monkeypatch, "orjson" if jsontext._orjson is not None else "json")
     monkeypatch.setattr(jsontext, "PIECE", 64)
     real = load_module._from_document
     monkeypatch.setattr(load_module, "_from_document", lambda d, p: whole_parses.append(p) or real(d, p))
@@ -260,6 +272,63 @@ def test_piecewise_parse_matches_whole_parse(tmp_path, monkeypatch, indent):
     doc["traceEvents"][2]["args"]["nested"] = [{"a": 1}, {"b": 2}] * 20
     trace = load_trace(_write(tmp_path, "nested.json", json.dumps(doc, indent=indent)))
     assert metrics(trace) == EXPECTED and len(whole_parses) == 1
+
+
+@pytest.mark.parametrize("odd", ["string_ts", "list_args", "number_event", "float_correlation"])
+def test_typed_reader_falls_back_on_unexpected_types(tmp_path, monkeypatch, odd):
+    """An event the typed schema does not fit sends the whole file to the general reader: same trace."""
+    doc = kineto_trace()
+    events = doc["traceEvents"]
+    if odd == "string_ts":
+        events[2]["ts"] = str(events[2]["ts"])
+    elif odd == "list_args":
+        events.append({"ph": "X", "cat": "cpu_op", "name": "x", "ts": 1, "dur": 1, "args": [1]})
+    elif odd == "number_event":
+        events.append(3)
+    else:
+        next(e for e in events if e.get("cat") == "kernel")["args"]["correlation"] = 1.0
+    path = _write(tmp_path, "odd.json", doc)
+    fast = load_trace(path)
+    _use_reader(monkeypatch, "orjson" if jsontext._orjson is not None else "json")
+    assert fast == load_trace(path)
+
+
+@pytest.mark.parametrize("indent", [2, None], ids=["kineto_layout", "one_line"])
+def test_typed_reader_cuts_between_events(tmp_path, monkeypatch, indent):
+    """The typed reader decodes a few MB at a time, cut between events, with metadata before and after
+    the events; after a cut inside an event ("},{" in its args) it decodes the rest at once, unless that
+    exceeds TYPED_LIMIT (too many structs at once): then the dict reader reads the file."""
+    if typed._DECODER is None:
+        pytest.skip("msgspec is not installed")
+    monkeypatch.setattr(typed, "PIECE", 64)
+    whole = []
+    real = typed.decode
+    monkeypatch.setattr(typed, "decode", lambda raw: whole.append(1) or real(raw))
+    doc = kineto_trace()
+    meta_after = {"distributedInfo": {"rank": 5}, "traceEvents": doc["traceEvents"], "deviceProperties":
+                  [{"name": "Test GPU"}, {"name": "other"}]}
+    trace = load_trace(_write(tmp_path, "t.json", json.dumps(meta_after, indent=indent)))
+    assert metrics(trace) == EXPECTED and (trace.rank, trace.device_name) == (5, "Test GPU") and whole == []
+    assert metrics(load_trace(_write(tmp_path, "list.json", json.dumps(doc["traceEvents"], indent=indent)))) \
+        == EXPECTED and whole == []
+    doc["traceEvents"][2]["args"]["nested"] = [{"a": 1}, {"b": 2}] * 20
+    nested = _write(tmp_path, "nested.json", json.dumps(doc, indent=indent))
+    assert metrics(load_trace(nested)) == EXPECTED and whole == []  # the rest after the bad cut at once
+    monkeypatch.setattr(typed, "TYPED_LIMIT", 100)
+    general = []
+    monkeypatch.setattr(load_module, "_from_bytes", lambda raw, p: general.append(p) or real_from_bytes(raw, p))
+    assert metrics(load_trace(nested)) == EXPECTED and whole == [] and len(general) == 1
+
+
+real_from_bytes = load_module._from_bytes
+
+
+def test_multi_member_gzip(tmp_path):
+    """`cat a.gz b.gz` is valid gzip: the one-shot inflate reads only the first member, so it is
+    detected (size and CRC of the trailer) and the file read as a whole."""
+    text = json.dumps(kineto_trace()).encode()
+    path = _write(tmp_path, "t.json.gz", gzip.compress(text[:100]) + gzip.compress(text[100:]))
+    assert metrics(load_trace(path)) == EXPECTED
 
 
 BROKEN = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict, dataclass
+from operator import itemgetter
 from typing import Any, Optional, Union
 
 from perflint.budgets import KEYS
@@ -14,17 +15,18 @@ from perflint.events import lookup
 from perflint.trace import intervals
 from perflint.trace.hostindex import top_level_ops
 from perflint.trace.kernels import KernelFigures, kernel_figures
-from perflint.trace.load import load_trace
+from perflint.trace.load import gc_paused, load_trace
 from perflint.trace.model import Trace
-from perflint.trace.names import COMPUTE, is_launch
+from perflint.trace.names import COMPUTE, launch_calls
 from perflint.trace.queue import QueueFigures, queue_figures
 from perflint.trace.steps import Step, find_steps, parse_range, select
 from perflint.trace.syncs import SyncEvent, sync_figures
-from perflint.trace.timeline import TimelineFigures, timeline_figures
+from perflint.trace.timeline import TimelineFigures, device_work, timeline_figures
 from perflint.trace.transfers import TransferFigures, transfer_figures
 
 METRICS = tuple(k.metric for k in KEYS.values())
 _COLLECTIVE_ANNOTATIONS = ("gloo:", "nccl:", "mpi:", "ucc:")
+_NAME, _TS = itemgetter(0), itemgetter(1)  # HostOp, RuntimeCall and DeviceOp start with name, ts
 
 
 @dataclass
@@ -55,15 +57,21 @@ StepRange = Union[tuple[Optional[int], Optional[int]], str, None]  # (A, B) or "
 
 def analyze(trace: Trace, steps: StepRange = None) -> Figures:
     """All figures for the whole trace, or for a ProfilerStep range ("A:B" or (A, B), inclusive)."""
+    with gc_paused():
+        return _analyze(trace, steps)
+
+
+def _analyze(trace: Trace, steps: StepRange) -> Figures:
     selection = "whole file"
     if steps is not None:
         first, last = parse_range(steps) if isinstance(steps, str) else steps
         trace = select(trace, first, last)
         selection = f"steps {'' if first is None else first}:{'' if last is None else last}"
-    t0 = min((e.ts for group in (trace.host_ops, trace.runtime, trace.device) for e in group), default=0.0)
-    launches = {c.correlation: c.ts for c in trace.runtime if c.correlation >= 0 and is_launch(c.name)}
+    t0 = min((min(map(_TS, group)) for group in (trace.host_ops, trace.runtime, trace.device) if group),
+             default=0.0)
+    launches = {c.correlation: c.ts for c in launch_calls(trace) if c.correlation >= 0}
     graphs = frozenset(c.correlation for c in trace.runtime if "GraphLaunch" in c.name)
-    busy = intervals.union((d.ts, d.ts + d.dur) for d in trace.device if d.kind != "sync")
+    busy = intervals.union([(ts, ts + dur) for _, ts, dur, _, _, _, _, _ in device_work(trace)])
     kernels = kernel_figures(trace)
     compute_us = next(c.busy_us for c in kernels.classes if c.name == COMPUTE)
     timeline = timeline_figures(trace, t0, launches, busy, compute_us)
@@ -80,9 +88,13 @@ def analyze(trace: Trace, steps: StepRange = None) -> Figures:
 def _host_collectives(trace: Trace) -> int:
     """Collective calls seen on the host, each once: the calling thread's c10d:: ops (the event table's
     "collectives" rows, as the pytest plugin counts them), else the gloo:/nccl: worker annotations."""
-    calls = sum(1 for h in trace.host_ops if h.kind == "op" and _is_collective_op(h.name))
-    return calls or sum(1 for h in trace.host_ops
-                        if h.kind == "annotation" and h.name.startswith(_COLLECTIVE_ANNOTATIONS))
+    names = set(map(_NAME, trace.host_ops))  # test each distinct name once; most traces have none
+    ops = {n for n in names if _is_collective_op(n)}
+    calls = sum(1 for h in trace.host_ops if h.name in ops and h.kind == "op") if ops else 0
+    if calls:
+        return calls
+    notes = {n for n in names if n.startswith(_COLLECTIVE_ANNOTATIONS)}
+    return sum(1 for h in trace.host_ops if h.name in notes and h.kind == "annotation") if notes else 0
 
 
 @functools.lru_cache(maxsize=4096)

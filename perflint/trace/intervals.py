@@ -8,24 +8,27 @@ Intervals = list[tuple[float, float]]
 
 
 def union(spans: Iterable[tuple[float, float]]) -> Intervals:
-    """Sorted, disjoint intervals covering the same time as `spans` (touching intervals merge)."""
+    """Sorted, disjoint intervals covering the same time as `spans` (touching intervals merge).
+    Spans already in start order (the usual case) sort in linear time."""
+    ordered = iter(sorted(spans))
+    first = next(ordered, None)
+    if first is None:
+        return []
     merged: Intervals = []
-    cur_start = cur_end = None
-    for start, end in sorted(spans):
-        if cur_end is not None and start <= cur_end:
-            if end > cur_end:
-                cur_end = end
-        else:
-            if cur_end is not None:
-                merged.append((cur_start, cur_end))
+    add = merged.append
+    cur_start, cur_end = first
+    for start, end in ordered:
+        if start > cur_end:
+            add((cur_start, cur_end))
             cur_start, cur_end = start, end
-    if cur_end is not None:
-        merged.append((cur_start, cur_end))
+        elif end > cur_end:
+            cur_end = end
+    add((cur_start, cur_end))
     return merged
 
 
 def total(intervals: Intervals) -> float:
-    return sum(end - start for start, end in intervals)
+    return sum([end - start for start, end in intervals])
 
 
 def intersect(a: Intervals, b: Intervals) -> Intervals:

@@ -58,26 +58,27 @@ def kernel_figures(trace: Trace, top: int = 10) -> KernelFigures:
     by_name: dict[str, list] = {}
     colls: dict[str, list] = {}
     sized = False
-    for op in trace.device:
-        if op.kind == "sync":
+    for op in trace.device:  # file order: sums and ties in the ranking do not depend on sorting
+        name, ts, dur, _, _, kind, _, comm = op
+        if kind == "sync":
             continue
         cls = kernel_class(op)
-        spans[cls].append((op.ts, op.ts + op.dur))
-        time_by_class[cls] += op.dur
-        entry = by_name.get(op.name)
+        spans[cls].append((ts, ts + dur))
+        time_by_class[cls] += dur
+        entry = by_name.get(name)
         if entry is None:
-            by_name[op.name] = [cls, 1, op.dur]
+            by_name[name] = [cls, 1, dur]
         else:
             entry[1] += 1
-            entry[2] += op.dur
+            entry[2] += dur
         if cls == COMMUNICATION:
             key = collective_name(op)
             c = colls.setdefault(key, [0, 0.0, 0])
             c[0] += 1
-            c[1] += op.dur
-            if op.comm is not None and op.comm.in_nelems:
+            c[1] += dur
+            if comm is not None and comm.in_nelems:
                 sized = True
-                c[2] += op.comm.in_nelems * _DTYPE_BYTES.get(op.comm.dtype.lower(), 4)
+                c[2] += comm.in_nelems * _DTYPE_BYTES.get(comm.dtype.lower(), 4)
     unions = {c: intervals.union(s) for c, s in spans.items()}
     classes = [KernelClass(c, len(spans[c]), time_by_class[c], intervals.total(unions[c])) for c in CLASSES]
     ranked = sorted(by_name.items(), key=lambda kv: -kv[1][2])[:top]

@@ -1,9 +1,12 @@
 """Read a PyTorch profiler / Kineto Chrome-trace file (plain or gzipped JSON) into a `Trace`.
 
-Files whose JSON text is below `STREAM_THRESHOLD` are decompressed in memory and parsed a few MB at a
-time (see `jsontext`); larger ones are streamed event by event, so a 1 GB trace never exists as Python
-dicts all at once. Each event is turned into a compact tuple as soon as it is decoded (`_normalize`),
-whatever the schema. Every failure becomes one `TraceError` naming the file.
+Files whose JSON text is below `STREAM_THRESHOLD` are decompressed in memory. With msgspec installed the
+text is decoded a few MB at a time straight into typed structs of the few fields we read (`typed`,
+`_normalize_typed`), or whole (up to `typed.TYPED_LIMIT`) when it does not cut cleanly; a file
+that does not fit that schema, or any file without msgspec, is parsed a few MB at a time into dicts
+(see `jsontext`, orjson when installed). Larger files are streamed event by event, so a 1 GB trace never
+exists as Python objects all at once. Each event becomes a compact tuple (`_normalize`), whatever the
+schema. Every failure becomes one `TraceError` naming the file.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from perflint.trace import jsontext
+from perflint.trace import jsontext, typed
 from perflint.trace.model import CommInfo, DeviceOp, HostOp, RuntimeCall, Trace, TraceError
 
 STREAM_THRESHOLD = 256 * 2**20  # bytes of JSON text above which the file is streamed
@@ -39,7 +42,7 @@ def load_trace(source: str | os.PathLike | Mapping | list, *, stream: bool | Non
 
     stream=None picks streaming for files whose JSON text exceeds STREAM_THRESHOLD; True/False force it."""
     if isinstance(source, (Mapping, list)):
-        with _gc_paused():
+        with gc_paused():
             return _from_document(source, "<trace>")
     path = str(source)
     try:
@@ -51,7 +54,7 @@ def load_trace(source: str | os.PathLike | Mapping | list, *, stream: bool | Non
             if stream:
                 f.seek(0)
                 meta: dict[str, Any] = {}
-                with _gc_paused():
+                with gc_paused():
                     trace = _normalize(jsontext.stream_events(f, gzipped, path, meta), path)
                 _apply_metadata(trace, meta)
                 return trace
@@ -63,16 +66,17 @@ def load_trace(source: str | os.PathLike | Mapping | list, *, stream: bool | Non
         raise TraceError(path, exc.strerror or str(exc)) from None
     if gzipped:
         try:
-            raw = gzip.decompress(raw)
+            raw = _gunzip(raw)
         except (EOFError, OSError, zlib.error) as exc:
             raise TraceError(path, f"truncated or corrupt gzip ({exc})") from None
-    with _gc_paused():
-        return _from_bytes(raw, path)
+    with gc_paused():
+        return _from_typed(raw, path) or _from_bytes(raw, path)
 
 
 @contextlib.contextmanager
-def _gc_paused():
-    """Building ~10^5 small objects triggers many useless cyclic-GC passes; none of them can be garbage."""
+def gc_paused():
+    """Building ~10^5 small objects (while loading or analysing) triggers many useless cyclic-GC passes,
+    full ones included that walk the whole trace; none of these objects can be cyclic garbage."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -82,6 +86,19 @@ def _gc_paused():
             gc.enable()
 
 
+def _gunzip(data: bytes) -> bytes:
+    """gzip.decompress collects the output in blocks and joins them (twice the text at its peak, and
+    twice the page faults); zlib writes straight into a buffer of the size the trailer gives. zlib
+    stops after the first gzip member, so the result counts only when it matches the trailer's size and
+    CRC; several members (or a size over 4 GiB) go to gzip.decompress."""
+    size = int.from_bytes(data[-4:], "little") if len(data) >= 18 else 0
+    if 0 < size <= 1032 * len(data):  # deflate cannot expand more: a corrupt trailer allocates nothing
+        out = zlib.decompress(data, 31, size)
+        if len(out) == size and zlib.crc32(out) == int.from_bytes(data[-8:-4], "little"):
+            return out
+    return gzip.decompress(data)
+
+
 def _text_size(f: io.BufferedReader, gzipped: bool) -> int:
     """Size of the JSON text; for gzip the trailer's ISIZE (exact below 4 GiB, a hint above)."""
     size = f.seek(0, io.SEEK_END)
@@ -89,6 +106,22 @@ def _text_size(f: io.BufferedReader, gzipped: bool) -> int:
         f.seek(-4, io.SEEK_END)
         return max(size, int.from_bytes(f.read(4), "little"))
     return size
+
+
+def _from_typed(raw: bytes, path: str) -> Trace | None:
+    """The fast path (msgspec): piecewise (`typed.pieces`), else the whole document at once up to
+    `typed.TYPED_LIMIT`; None when msgspec is missing or the text does not fit the typed schema."""
+    meta: dict[str, Any] = {}
+    try:
+        trace = _normalize_typed(typed.pieces(raw, meta), path)
+    except typed.Misfit:
+        decoded = typed.decode(raw) if len(raw) <= typed.TYPED_LIMIT else None
+        if decoded is None:
+            return None
+        events, meta = decoded
+        trace = _normalize_typed([events], path)
+    _apply_metadata(trace, meta)
+    return trace
 
 
 def _from_bytes(raw: bytes, path: str) -> Trace:
@@ -149,8 +182,8 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _stream_of(args: Mapping, tid: Any) -> int:
-    s = args.get("stream")
+def _stream_of(s: Any, tid: Any) -> int:
+    """The stream of a device event: its `stream` argument, else (legacy) the tid "stream 7"."""
     if type(s) is int:
         return s
     if s is None:  # legacy: tid "stream 7"
@@ -161,12 +194,16 @@ def _stream_of(args: Mapping, tid: Any) -> int:
     return int(s) if isinstance(s, (int, float)) else -1
 
 
-def _comm_info(args: Mapping) -> CommInfo | None:
-    name = args.get("Collective name")
+def _comm_info(name: Any, in_nelems: Any, dtype: Any, group_size: Any) -> CommInfo | None:
+    """From an NCCL kernel's "Collective name", "In msg nelems", "dtype" and "Group size" arguments."""
     if name is None:
         return None
-    return CommInfo(str(name), _int_or_none(args.get("In msg nelems")) or 0, str(args.get("dtype", "")),
-                    _int_or_none(args.get("Group size")) or 0)
+    return CommInfo(str(name), _int_or_none(in_nelems) or 0, str(dtype), _int_or_none(group_size) or 0)
+
+
+def _peak(peak: float | None, total: Any) -> float | None:
+    total = _number(total)
+    return total if total is not None and (peak is None or total > peak) else peak
 
 
 def _normalize(events: Iterable[Any], path: str) -> Trace:
@@ -193,9 +230,7 @@ def _normalize(events: Iterable[Any], path: str) -> Trace:
             if (ph == "i" or ph == "I") and e.get("name") == "[memory]":
                 args = e.get("args")
                 if isinstance(args, Mapping) and args.get("Device Type") == 1:
-                    total = _number(args.get("Total Allocated"))
-                    if total is not None and (peak is None or total > peak):
-                        peak = total
+                    peak = _peak(peak, args.get("Total Allocated"))
             continue
         ts = e.get("ts")
         if type(ts) is not int and type(ts) is not float:
@@ -220,8 +255,10 @@ def _normalize(events: Iterable[Any], path: str) -> Trace:
             if type(corr) is not int:
                 corr = _int_or(corr, -1)
             nbytes = args.get("bytes", -1) if kind == "memcpy" or kind == "memset" else 0  # -1: not recorded
-            comm = _comm_info(args) if kind == "kernel" and name.startswith(("nccl", "rccl")) else None
-            device.append(DeviceOp(name, ts, dur, _stream_of(args, e.get("tid")), corr, kind,
+            comm = (_comm_info(args.get("Collective name"), args.get("In msg nelems"), args.get("dtype", ""),
+                               args.get("Group size"))
+                    if kind == "kernel" and name.startswith(("nccl", "rccl")) else None)
+            device.append(DeviceOp(name, ts, dur, _stream_of(args.get("stream"), e.get("tid")), corr, kind,
                                    nbytes if type(nbytes) is int else _int_or(nbytes, -1), comm))
         elif cat in _RUNTIME:
             corr = args.get("correlation", -1)
@@ -240,9 +277,76 @@ def _normalize(events: Iterable[Any], path: str) -> Trace:
             legacy = True
     if items and not phased:
         raise TraceError(path, "not a PyTorch profiler trace (no event has a 'ph' field)")
+    return _finish(trace, peak, legacy)
+
+
+def _finish(trace: Trace, peak: float | None, legacy: bool) -> Trace:
     trace.peak_memory = int(peak) if peak is not None else None
     trace.schema = "legacy" if legacy else "kineto"
     return trace
+
+
+def _normalize_typed(pieces: Iterable[list], path: str) -> Trace:
+    """`_normalize` for the structs of `typed`, a list of them per piece: same result, but the types
+    are already checked (ts and dur are numbers or None, correlation and bytes ints), so each event
+    costs a few attribute reads. Kept apart from `_normalize` because this loop is the hot one."""
+    trace = Trace(path)
+    add_host, add_runtime, add_device = trace.host_ops.append, trace.runtime.append, trace.device.append
+    host_kinds, device_kinds, runtime_cats, legacy_cats = _HOST, _DEVICE, _RUNTIME, _LEGACY
+    no_args = typed.NO_ARGS
+    new = tuple.__new__  # builds the NamedTuples without their Python-level __new__ (3x cheaper)
+    names: dict[str, str] = {}
+    intern = names.setdefault
+    legacy = False
+    peak = None
+    phased = 0
+    items = 0
+    for events in pieces:
+        items += len(events)
+        for e in events:
+            ph = e.ph
+            if ph is None:
+                continue
+            phased += 1
+            if ph != "X":
+                if (ph == "i" or ph == "I") and e.name == "[memory]" and e.args is not None \
+                        and e.args.device_type == 1:
+                    peak = _peak(peak, e.args.total_allocated)
+                continue
+            ts = e.ts
+            if ts is None:
+                continue
+            cat = e.cat
+            dur = e.dur
+            if dur is None or dur < 0:
+                dur = 0
+            name = e.name
+            name = "" if name is None else intern(name, name)
+            args = e.args or no_args
+            if cat in device_kinds:
+                kind = device_kinds[cat]
+                nbytes = args.bytes if kind == "memcpy" or kind == "memset" else 0
+                comm = (_comm_info(args.collective, args.in_nelems, args.dtype, args.group_size)
+                        if kind == "kernel" and name.startswith(("nccl", "rccl")) else None)
+                stream = args.stream
+                if type(stream) is not int:
+                    stream = _stream_of(stream, e.tid)
+                add_device(new(DeviceOp, (name, ts, dur, stream, args.correlation, kind, nbytes, comm)))
+            elif cat in runtime_cats:
+                add_runtime(new(RuntimeCall, (name, ts, dur, e.tid, args.correlation)))
+            elif cat in host_kinds:
+                kind = host_kinds[cat]
+                if kind == "op" and name.startswith("ProfilerStep"):
+                    kind = "annotation"
+                stack = args.stack
+                add_host(new(HostOp, (name, ts, dur, e.tid, kind, stack if type(stack) is str else None)))
+            else:
+                continue
+            if cat in legacy_cats:
+                legacy = True
+    if items and not phased:
+        raise TraceError(path, "not a PyTorch profiler trace (no event has a 'ph' field)")
+    return _finish(trace, peak, legacy)
 
 
 def is_trace_file(path: Path) -> bool:

@@ -7,11 +7,12 @@ Names come from both CUDA and ROCm traces; the sync calls themselves are listed 
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from typing import NamedTuple
 
 from perflint.events import SYNC, lookup
-from perflint.trace.model import DeviceOp
+from perflint.trace.model import DeviceOp, RuntimeCall, Trace
 
 COMPUTE, COMMUNICATION, MEMCPY, MEMSET = "compute", "communication", "memcpy", "memset"
 CLASSES = (COMPUTE, COMMUNICATION, MEMCPY, MEMSET)
@@ -47,6 +48,19 @@ def is_launch(name: str) -> bool:
     return ("Launch" in name or "Memcpy" in name or "Memset" in name) and not name.startswith("cudaGetDevice")
 
 
+def launch_calls(trace: Trace) -> list[RuntimeCall]:
+    """The trace's launch calls in file order, found once per trace: each distinct name is tested once,
+    then the calls are filtered by set membership."""
+    found = trace.cache.get("launch_calls")
+    if found is None:
+        names = {name for name in set(map(_NAME, trace.runtime)) if is_launch(name)}
+        found = trace.cache["launch_calls"] = [c for c in trace.runtime if c.name in names]
+    return found
+
+
+_NAME = operator.itemgetter(0)
+
+
 @functools.lru_cache(maxsize=4096)
 def is_sync_call(name: str) -> bool:
     """A host call that blocks until device work is done (cuda*/hip*Synchronize, synchronous memcpy)."""
@@ -64,6 +78,7 @@ class CopyKind(NamedTuple):
     host_memory: str  # "pinned", "pageable" or "-" (device-only or not recorded)
 
 
+@functools.lru_cache(maxsize=4096)
 def copy_kind(name: str) -> CopyKind:
     """From "Memcpy DtoH (Device -> Pageable)"; older traces omit the memory kinds."""
     m = _MEMCPY.match(name)

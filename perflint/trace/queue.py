@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from perflint.trace import intervals
 from perflint.trace.model import Trace
+from perflint.trace.timeline import device_work
 
 QUEUE_LIMIT = 1024
 
@@ -44,26 +45,29 @@ def queue_figures(trace: Trace, launches: dict[int, float], busy: intervals.Inte
     `graph_launches`: correlations of cudaGraphLaunch calls, whose nodes are not counted in the queue
     (as in HTA; the queue limit applies to individual launches) but do count as queued work for
     queue_overlap."""
-    changes: dict[int, list[tuple[float, int]]] = defaultdict(list)
     pending = []
-    first: dict[int, float] = {}  # launch -> start of its (first) op
-    stream_of: dict[int, int] = {}
-    for d in trace.device:
-        launched = launches.get(d.correlation)
-        if d.kind == "sync" or d.stream < 0 or launched is None:
-            continue
-        if d.ts > launched:
-            pending.append((launched, d.ts))
-        if d.correlation in graph_launches:
-            continue
-        if d.correlation not in first or d.ts < first[d.correlation]:
-            first[d.correlation] = d.ts
-            stream_of[d.correlation] = d.stream
+    per_stream: dict[int, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+    counted = set()
     leads = []
-    for corr, start in first.items():
-        changes[stream_of[corr]] += [(launches[corr], 1), (start, -1)]
-        leads.append(max(0.0, start - launches[corr]))
-    streams = [_stream_queue(s, ev) for s, ev in sorted(changes.items())]
+    launched_at = launches.get
+    # In start order, the first operation seen of a launch is its earliest: the one the queue counts.
+    for _, ts, _, stream, corr, _, _, _ in device_work(trace):  # unpacking beats 5 attribute reads
+        if stream < 0:
+            continue
+        launched = launched_at(corr)
+        if launched is None:
+            continue
+        if ts > launched:
+            pending.append((launched, ts))
+        if corr in graph_launches or corr in counted:
+            continue
+        counted.add(corr)
+        launched_list, started_list = per_stream[stream]
+        launched_list.append(launched)
+        started_list.append(ts)
+        lead = ts - launched
+        leads.append(lead if lead > 0.0 else 0.0)
+    streams = [_stream_queue(s, *times) for s, times in sorted(per_stream.items())]
     busy_us = intervals.total(busy)
     waiting = intervals.total(intervals.intersect(busy, intervals.union(pending)))
     leads.sort()
@@ -72,17 +76,31 @@ def queue_figures(trace: Trace, launches: dict[int, float], busy: intervals.Inte
                         leads[min(len(leads) - 1, int(len(leads) * 0.9))] if leads else None)
 
 
-def _stream_queue(stream: int, events: list[tuple[float, int]]) -> StreamQueue:
-    events.sort()  # at equal times a start (-1) sorts before a launch (+1)
+def _stream_queue(stream: int, launched: list[float], started: list[float]) -> StreamQueue:
+    """Walks the stream's launch (+1) and start (-1) times in time order, a start before a launch at
+    equal times; two sorted lists merged here rather than one sort of (time, delta) tuples."""
+    launched.sort()
+    started.sort()
+    n = len(launched)
+    i = j = 0
     length = peak = 0
     area = full = 0.0
-    prev = events[0][0]
-    for ts, delta in events:
+    first = prev = started[0] if started[0] <= launched[0] else launched[0]
+    while i < n or j < n:
+        if j < n and (i == n or started[j] <= launched[i]):
+            ts = started[j]
+            j += 1
+            step = -1
+        else:
+            ts = launched[i]
+            i += 1
+            step = 1
         area += length * (ts - prev)
         if length >= QUEUE_LIMIT:
             full += ts - prev
         prev = ts
-        length += delta
-        peak = max(peak, length)
-    span = events[-1][0] - events[0][0]
-    return StreamQueue(stream, len(events) // 2, peak, area / span if span > 0 else 0.0, full)
+        length += step
+        if length > peak:
+            peak = length
+    span = prev - first
+    return StreamQueue(stream, n, peak, area / span if span > 0 else 0.0, full)

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from operator import itemgetter
 
 from perflint.trace.model import Trace
-from perflint.trace.names import is_launch
+from perflint.trace.names import launch_calls
 
 _STEP = re.compile(r"ProfilerStep\s*#\s*(\d+)")
+_NAME = itemgetter(0)
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,9 @@ def parse_range(text: str) -> tuple[int | None, int | None]:
 def find_steps(trace: Trace) -> list[Step]:
     """The trace's steps in time order, with their windows and how many launches lack device work."""
     marks = {}
-    for op in trace.host_ops:
-        if op.kind != "python" and op.name.startswith("ProfilerStep"):
+    step_names = {n for n in set(map(_NAME, trace.host_ops)) if n.startswith("ProfilerStep")}
+    for op in trace.host_ops if step_names else ():  # each distinct name is tested once, above
+        if op.name in step_names and op.kind != "python":
             m = _STEP.match(op.name)
             if m and int(m.group(1)) not in marks:
                 marks[int(m.group(1))] = (op.ts, op.ts + op.dur)
@@ -66,8 +69,8 @@ def find_steps(trace: Trace) -> list[Step]:
         return []
     recorded = {d.correlation for d in trace.device}
     missing = [0] * len(windows)
-    for call in trace.runtime:
-        if is_launch(call.name) and call.correlation not in recorded:
+    for call in launch_calls(trace):
+        if call.correlation not in recorded:
             k = _window_index(windows, call.ts)
             if k is not None:
                 missing[k] += 1

@@ -16,10 +16,11 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from dataclasses import dataclass
+from operator import itemgetter
 
 from perflint.events import lookup
 from perflint.trace.hostindex import enclosing
-from perflint.trace.model import HostOp, Trace
+from perflint.trace.model import HostOp, RuntimeCall, Trace
 from perflint.trace.names import copy_kind, is_sync_call, sync_rule, user_frame
 
 _PAGEABLE_COPY_RULE = lookup("Memcpy DtoH", "gpu_memcpy")
@@ -40,7 +41,7 @@ def sync_figures(trace: Trace, t0: float) -> list[SyncEvent]:
     device = {d.correlation: d for d in trace.device if d.correlation >= 0}
     calls = []  # (RuntimeCall, label, is_copy)
     copies: dict[object, list[tuple[float, str]]] = defaultdict(list)  # per thread: (start, copy name)
-    for call in trace.runtime:
+    for call in _candidates(trace):
         if is_sync_call(call.name):
             calls.append((call, call.name, False))
         elif "Memcpy" in call.name:
@@ -71,6 +72,16 @@ def sync_figures(trace: Trace, t0: float) -> list[SyncEvent]:
                 "cudaDeviceSynchronize")))
     events.sort(key=lambda s: s.at_us)
     return events
+
+
+def _candidates(trace: Trace) -> list[RuntimeCall]:
+    """The runtime calls that may sync (blocking calls and copies), in file order; each distinct name
+    is tested once instead of every call."""
+    wanted = {n for n in set(map(_NAME, trace.runtime)) if "Memcpy" in n or is_sync_call(n)}
+    return [c for c in trace.runtime if c.name in wanted]
+
+
+_NAME = itemgetter(0)
 
 
 def _copy_rule(copies: list[tuple[float, str]], op: HostOp | None, before: float) -> str | None:

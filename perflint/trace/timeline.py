@@ -18,9 +18,11 @@ Definitions (HTA 0.5.0 names in brackets):
 from __future__ import annotations
 
 import bisect
+import heapq
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
+from operator import attrgetter
 
 from perflint.trace import intervals
 from perflint.trace.hostindex import by_thread, enclosing
@@ -28,6 +30,7 @@ from perflint.trace.model import DeviceOp, Trace
 
 KERNEL_WAIT_US = 30.0
 HOST_WAIT, KERNEL_WAIT, OTHER = "host wait", "kernel wait", "other"
+_START = attrgetter("ts")
 
 
 @dataclass
@@ -61,22 +64,27 @@ class TimelineFigures:
     longest_gaps: list[IdleGap]
 
 
+def device_work(trace: Trace) -> list[DeviceOp]:
+    """Kernels, copies and memsets (not `cuda_sync` records) in start order, file order on ties;
+    sorted once per trace and shared by every figure that sweeps the device timeline."""
+    work = trace.cache.get("work")
+    if work is None:
+        work = trace.cache["work"] = sorted((d for d in trace.device if d.kind != "sync"), key=_START)
+    return work
+
+
 def timeline_figures(trace: Trace, t0: float, launch_ts: dict[int, float], busy: intervals.Intervals,
                      compute_us: float, n_gaps: int = 5) -> TimelineFigures:
     """`busy`: union of device work (kernels, copies, memsets); `compute_us`: length of the union of
     compute kernels (from the kernel figures)."""
-    work = sorted((d for d in trace.device if d.kind != "sync"), key=lambda d: d.ts)
+    work = device_work(trace)
     busy_us = intervals.total(busy)
     span = busy[-1][1] - busy[0][0] if busy else 0.0
     split = {HOST_WAIT: 0.0, KERNEL_WAIT: 0.0, OTHER: 0.0}
-    starts = [d.ts for d in work]
-    classified = []
-    for start, end in intervals.gaps(busy):
-        cause = _gap_cause(work, starts, start, end, launch_ts)
+    classified = _gap_causes(work, intervals.gaps(busy), launch_ts)
+    for start, end, cause in classified:
         split[cause] += end - start
-        classified.append((start, end, cause))
-    classified.sort(key=lambda g: g[0] - g[1])
-    longest = classified[:n_gaps]
+    longest = heapq.nsmallest(n_gaps, classified, key=lambda g: g[0] - g[1])  # = sorted(...)[:n_gaps]
     ops_during = _ops_during(trace, [(s, e) for s, e, _ in longest])
     return TimelineFigures(
         span_us=span, busy_us=busy_us, idle_us=span - busy_us, utilisation=busy_us / span if span > 0 else None,
@@ -87,17 +95,28 @@ def timeline_figures(trace: Trace, t0: float, launch_ts: dict[int, float], busy:
     )
 
 
-def _gap_cause(work: list[DeviceOp], starts: list[float], start: float, end: float,
-               launch_ts: dict[int, float]) -> str:
-    k = bisect.bisect_left(starts, end)
-    launches = []
-    while k < len(work) and work[k].ts == end:
-        launches.append(launch_ts.get(work[k].correlation))
-        k += 1
-    known = [t for t in launches if t is not None]
-    if known and min(known) > start:
-        return HOST_WAIT
-    return KERNEL_WAIT if end - start < KERNEL_WAIT_US else OTHER
+def _gap_causes(work: list[DeviceOp], gaps: intervals.Intervals,
+                launch_ts: dict[int, float]) -> list[tuple[float, float, str]]:
+    """(start, end, cause) per idle gap, judged by the earliest launch of the operations starting at
+    its end (one loop rather than a call per gap: a busy trace has tens of thousands of gaps)."""
+    starts = [d.ts for d in work]
+    n = len(work)
+    launched_at = launch_ts.get
+    bisect_left = bisect.bisect_left
+    out = []
+    for start, end in gaps:
+        k = bisect_left(starts, end)
+        earliest = None
+        while k < n and starts[k] == end:
+            t = launched_at(work[k].correlation)
+            if t is not None and (earliest is None or t < earliest):
+                earliest = t
+            k += 1
+        if earliest is not None and earliest > start:
+            out.append((start, end, HOST_WAIT))
+        else:
+            out.append((start, end, KERNEL_WAIT if end - start < KERNEL_WAIT_US else OTHER))
+    return out
 
 
 def stream_idle(work: list[DeviceOp], launch_ts: dict[int, float]) -> list[StreamIdle]:
@@ -105,21 +124,22 @@ def stream_idle(work: list[DeviceOp], launch_ts: dict[int, float]) -> list[Strea
     by_stream: dict[int, list[DeviceOp]] = defaultdict(list)
     for d in work:
         by_stream[d.stream].append(d)
+    launched_at = launch_ts.get
     rows = []
     for stream, ops in sorted(by_stream.items()):
-        acc = {HOST_WAIT: 0.0, KERNEL_WAIT: 0.0, OTHER: 0.0}
+        host = kernel = other = 0.0
         prev_end = ops[0].ts + ops[0].dur
-        for op in ops[1:]:
-            gap = op.ts - prev_end
-            launched = launch_ts.get(op.correlation)
+        for _, ts, dur, _, corr, _, _, _ in ops[1:]:
+            gap = ts - prev_end
+            launched = launched_at(corr)
             if launched is not None and launched > prev_end:
-                acc[HOST_WAIT] += gap
+                host += gap
             elif gap < KERNEL_WAIT_US:
-                acc[KERNEL_WAIT] += gap
+                kernel += gap
             else:
-                acc[OTHER] += gap
-            prev_end = op.ts + op.dur
-        rows.append(StreamIdle(stream, acc[HOST_WAIT], acc[KERNEL_WAIT], acc[OTHER]))
+                other += gap
+            prev_end = ts + dur
+        rows.append(StreamIdle(stream, host, kernel, other))
     return rows
 
 
@@ -133,7 +153,7 @@ def _ops_during(trace: Trace, gaps: list[tuple[float, float]], per_gap: int = 3)
     for k, (s, e) in enumerate(gaps):
         hits = [op for chain in around[k * len(threads):(k + 1) * len(threads)] for op in chain]
         for ops in threads.values():
-            i = bisect.bisect_left(ops, s, key=_start) if _HAS_KEY else _bisect(ops, s)
+            i = bisect.bisect_left(ops, s, key=_START) if _HAS_KEY else _bisect(ops, s)
             while i < len(ops) and ops[i].ts < e:
                 hits.append(ops[i])
                 i += 1
@@ -147,10 +167,6 @@ def _ops_during(trace: Trace, gaps: list[tuple[float, float]], per_gap: int = 3)
                 break
         result.append(names)
     return result
-
-
-def _start(op) -> float:
-    return op.ts
 
 
 _HAS_KEY = sys.version_info >= (3, 10)
