@@ -359,6 +359,19 @@ def _bound_names(node: cst.CSTNode) -> set[str]:
     return out
 
 
+def target_names(target: cst.BaseExpression) -> set[str]:
+    """Plain names an assignment or loop target binds: `i, (x, y)` -> {"i", "x", "y"}."""
+    out: set[str] = set()
+    stack = [target]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, (cst.Tuple, cst.List)):
+            stack += [e.value for e in t.elements]
+        elif isinstance(t, cst.Name):
+            out.add(t.value)
+    return out
+
+
 def may_be_tensor(ctx: Context, node: cst.CSTNode) -> bool:
     """For methods that in PyTorch code are nearly always called on tensors (`.item()`, `.cpu()`):
     anything not known to be something else."""

@@ -1,5 +1,7 @@
 import libcst as cst
 
+from perflint.edits import with_keyword
+
 from perflint.context import device_move, keyword
 from perflint.rule import Rule
 from perflint.rules._base import one_line
@@ -78,20 +80,6 @@ where `data` already lives on the device would not copy: that is rare and the fi
         replacement = None
         if move.plain and one_line(inner) and factory not in RANDOM:
             device = move.expr if move.expr is not None else cst.SimpleString('"cuda"')
-            replacement = _with_device(inner, device)
+            replacement = with_keyword(inner, "device", device)
         self.report(ctx, node, self.message.format(factory=factory, method=node.func.attr.value),
                     replacement=replacement)
-
-
-def _with_device(call: cst.Call, device: cst.BaseExpression) -> cst.Call:
-    """`f(a, b)` -> `f(a, b, device=dev)`, keeping the original argument layout."""
-    args = list(call.args)
-    if args and args[-1].comma is cst.MaybeSentinel.DEFAULT:
-        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    elif args and isinstance(args[-1].comma, cst.Comma) and args[-1].comma.whitespace_after.empty:
-        args[-1] = args[-1].with_changes(comma=args[-1].comma.with_changes(
-            whitespace_after=cst.SimpleWhitespace(" ")))  # `f(a,)` -> `f(a, device=dev)`
-    args.append(cst.Arg(value=device, keyword=cst.Name("device"),
-                        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                              whitespace_after=cst.SimpleWhitespace(""))))
-    return call.with_changes(args=args)

@@ -1,6 +1,8 @@
 import libcst as cst
 
-from perflint.context import LOADER, device_move, dotted
+from perflint.edits import with_keyword
+
+from perflint.context import LOADER, device_move, dotted, target_names
 from perflint.rule import Rule
 from perflint.rules._base import one_line
 
@@ -103,11 +105,11 @@ from `DataLoader(...)`), also through `{k: v.to(device) for k, v in batch.items(
         name = value.split(".")[0]
         for loop in reversed(ctx.loops):
             target, iterable = _loop_parts(loop)
-            if target is None or name not in _targets(target):
+            if target is None or name not in target_names(target):
                 continue
             if loader_loop(ctx, loop):
                 self.report(ctx, node, self.message.format(method=func.attr.value),
-                            replacement=_non_blocking(node) if one_line(node) else None)
+                            replacement=with_keyword(node, "non_blocking", cst.Name("True")) if one_line(node) else None)
                 return
             # `for k, v in batch.items()`: follow v back to the batch it came from
             while isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
@@ -117,31 +119,3 @@ from `DataLoader(...)`), also through `{k: v.to(device) for k, v in batch.items(
             if origin is None:
                 return
             name = origin.split(".")[0]
-
-
-def _non_blocking(call: cst.Call) -> cst.Call:
-    """`x.to(dev)` -> `x.to(dev, non_blocking=True)`; `non_blocking=False` -> `non_blocking=True`."""
-    true = cst.Name("True")
-    args = list(call.args)
-    for i, arg in enumerate(args):
-        if arg.keyword is not None and arg.keyword.value == "non_blocking":
-            args[i] = arg.with_changes(value=true)
-            return call.with_changes(args=args)
-    if args:
-        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    args.append(cst.Arg(value=true, keyword=cst.Name("non_blocking"),
-                        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                              whitespace_after=cst.SimpleWhitespace(""))))
-    return call.with_changes(args=args)
-
-
-def _targets(target: cst.BaseExpression) -> set[str]:
-    out: set[str] = set()
-    stack = [target]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, (cst.Tuple, cst.List)):
-            stack += [e.value for e in t.elements]
-        elif isinstance(t, cst.Name):
-            out.add(t.value)
-    return out

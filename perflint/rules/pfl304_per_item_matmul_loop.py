@@ -1,6 +1,6 @@
 import libcst as cst
 
-from perflint.context import TENSOR, find_all, dotted
+from perflint.context import TENSOR, dotted, find_all, target_names
 from perflint.rule import Rule
 
 _MATMUL = {"torch.matmul", "torch.mm", "torch.bmm", "torch.mv"}
@@ -73,7 +73,7 @@ tensors there, or leave the loop).
             (loop.for_in.target, loop.for_in.iter) if hasattr(loop, "for_in") else (None, None)
         if target is None:
             return
-        names = _names(target)
+        names = target_names(target)
         indexed = isinstance(iterable, cst.Call) and dotted(iterable.func) == "range"
         zipped = isinstance(iterable, cst.Call) and dotted(iterable.func) == "zip" and bool(iterable.args) \
             and all(ctx.kind(a.value) == TENSOR for a in iterable.args)
@@ -81,17 +81,6 @@ tensors there, or leave the loop).
         kinds = [_operand(ctx, _definition(loop, e), names, indexed, zipped, bound) for e in (left, right)]
         if "item" in kinds and None not in kinds:
             self.report(ctx, node, self.message.format(target=", ".join(sorted(names))))
-
-
-def _names(target) -> set[str]:
-    out, stack = set(), [target]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, (cst.Tuple, cst.List)):
-            stack += [e.value for e in t.elements]
-        elif isinstance(t, cst.Name):
-            out.add(t.value)
-    return out
 
 
 def _operand(ctx, expr, names: set[str], indexed: bool, zipped: bool, bound: set[str]) -> str | None:

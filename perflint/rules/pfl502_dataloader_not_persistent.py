@@ -1,5 +1,7 @@
 import libcst as cst
 
+from perflint.edits import with_keyword
+
 from perflint.context import Context, dotted, keyword
 from perflint.rules._base import DataLoaderRule, loop_source
 from perflint.rules.pfl501_dataloader_no_workers import workers_arg
@@ -84,10 +86,5 @@ iterator); the process start-ups themselves, the real cost, happen outside the p
             n = arg.value.value if literal else "`" + ctx.module.code_for_node(arg.value) + "`"
             replacement = None
             if literal:
-                args = list(call.args)
-                args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                args.append(cst.Arg(keyword=cst.Name("persistent_workers"), value=cst.Name("True"),
-                                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                                          whitespace_after=cst.SimpleWhitespace(""))))
-                replacement = call.with_changes(args=args)
+                replacement = with_keyword(call, "persistent_workers", cst.Name("True"))
             self.report(ctx, call, self.message.format(n=n), replacement=replacement)
