@@ -50,12 +50,35 @@ KEYS: dict[str, BudgetKey] = {
     ]
 }
 
+# Scaling efficiency: judged from a model or from runs at two world sizes, never from one trace, so
+# they are not metrics of `perflint trace` (its `metrics()` gives every key of KEYS). See perflint.scaling.
+SCALING_KEYS: dict[str, BudgetKey] = {
+    k.key: k
+    for k in [
+        BudgetKey("min_predicted_efficiency", "predicted_efficiency", "min", "ratio",
+                  "throughput at world_size ranks over world_size x one rank, predicted by perflint.scaling "
+                  "from this rank's FLOPs, collectives and overlap; a dict: {'min': 0.8, 'world_size': 8, "
+                  "'link_gbps': 100, 'device_tflops': 50, 'latency_us': 5}"),
+        BudgetKey("min_scaling_efficiency", "scaling_efficiency", "min", "ratio",
+                  "measured: one rank's wall time over the slowest rank's at world_size (weak scaling); "
+                  "reruns the test on one rank, and is noisy on small machines"),
+    ]
+}
+_MODEL_FIELDS = {"world_size": int, "link_gbps": float, "device_tflops": float, "latency_us": float}
+
+
+def spec(key: str) -> BudgetKey | None:
+    """The BudgetKey of a limit key from either table."""
+    return KEYS.get(key) or SCALING_KEYS.get(key)
+
+
 # Marker arguments that are not limits on one metric.
 OPTIONS = {
     "ops": "per-op caps, e.g. ops={'aten::cat': 1}",
     "per_step": "True: every limit applies to each perf.step() iteration instead of the whole region",
     "baseline": "True: also fail when a count grew past the recorded baseline",
     "world_size": "run the test body on this many ranks with torch.distributed",
+    "timeout": "with world_size: seconds all ranks together may take before every rank is killed",
 }
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
@@ -89,7 +112,7 @@ def format_value(unit: str, value: float | None) -> str:
 
 
 def valid_keys_text() -> str:
-    return ", ".join([*KEYS, *OPTIONS])
+    return ", ".join([*KEYS, *SCALING_KEYS, *OPTIONS])
 
 
 @dataclass
@@ -101,6 +124,8 @@ class Budget:
     per_step: bool = False
     baseline: bool = False
     world_size: int = 1
+    timeout: float | None = None
+    scaling_model: dict[str, float] | None = None  # min_predicted_efficiency's assumptions
 
     def __bool__(self) -> bool:
         return bool(self.limits or self.op_limits or self.baseline)
@@ -137,6 +162,15 @@ def parse_budget(values: Mapping[str, Any]) -> Budget:
             if not isinstance(value, bool):
                 raise BudgetError(f"{key} must be True or False, got {value!r}")
             setattr(budget, key, value)
+        elif key == "min_predicted_efficiency":
+            budget.scaling_model = _scaling_model(value)
+            budget.limits[key] = _number(key, SCALING_KEYS[key], value["min"])
+        elif key == "min_scaling_efficiency":
+            budget.limits[key] = _number(key, SCALING_KEYS[key], value)
+        elif key == "timeout":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise BudgetError(f"timeout must be a number of seconds > 0, got {value!r}")
+            budget.timeout = float(value)
         elif key == "world_size":
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise BudgetError(f"world_size must be an int >= 1, got {value!r}")
@@ -144,6 +178,27 @@ def parse_budget(values: Mapping[str, Any]) -> Budget:
         else:
             raise BudgetError(f"unknown budget key {key!r}; valid keys: {valid_keys_text()}")
     return budget
+
+
+def _scaling_model(value: Any) -> dict[str, float]:
+    example = "{'min': 0.8, 'world_size': 8, 'link_gbps': 100, 'device_tflops': 50}"
+    if not isinstance(value, Mapping) or "min" not in value:
+        raise BudgetError(f"min_predicted_efficiency needs the model's assumptions, e.g. {example}; got {value!r}")
+    model = {}
+    for name, kind in _MODEL_FIELDS.items():
+        if name not in value:
+            if name == "latency_us":
+                continue
+            raise BudgetError(f"min_predicted_efficiency needs {name!r}, e.g. {example}")
+        v = value[name]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 or (kind is int and v != int(v)):
+            raise BudgetError(f"min_predicted_efficiency[{name!r}] must be a positive {kind.__name__}, got {v!r}")
+        model[name] = kind(v)
+    unknown = set(value) - set(_MODEL_FIELDS) - {"min"}
+    if unknown:
+        raise BudgetError(f"min_predicted_efficiency: unknown field(s) {sorted(unknown)}; use min, "
+                          f"{', '.join(_MODEL_FIELDS)}")
+    return model
 
 
 @dataclass(frozen=True)
@@ -158,7 +213,7 @@ class Verdict:
     reason: str = ""
 
     def describe(self) -> str:
-        unit = KEYS[self.key].unit if self.key in KEYS else "count"
+        unit = spec(self.key).unit if spec(self.key) else "count"
         sign = ">" if self.key.startswith("max") or self.key.startswith("ops") else "<"
         if self.status == "skip":
             return f"{self.metric}: skipped ({self.reason})"
@@ -173,14 +228,14 @@ def check(budget: Budget, metrics: Mapping[str, float | None], op_counts: Mappin
     verdicts = []
     unavailable = unavailable or {}
     for key, limit in budget.limits.items():
-        spec = KEYS[key]
-        measured = metrics.get(spec.metric)
+        k = spec(key)
+        measured = metrics.get(k.metric)
         if measured is None:
-            reason = unavailable.get(spec.metric, "not measured" + (" without a GPU" if spec.gpu_only else ""))
-            verdicts.append(Verdict(key, spec.metric, None, limit, "skip", reason))
+            reason = unavailable.get(k.metric, "not measured" + (" without a GPU" if k.gpu_only else ""))
+            verdicts.append(Verdict(key, k.metric, None, limit, "skip", reason))
             continue
-        broken = measured > limit if spec.bound == "max" else measured < limit
-        verdicts.append(Verdict(key, spec.metric, measured, limit, "fail" if broken else "pass"))
+        broken = measured > limit if k.bound == "max" else measured < limit
+        verdicts.append(Verdict(key, k.metric, measured, limit, "fail" if broken else "pass"))
     for op, cap in budget.op_limits.items():
         measured = (op_counts or {}).get(op, 0)
         verdicts.append(Verdict(f"ops[{op}]", op, measured, cap, "fail" if measured > cap else "pass"))

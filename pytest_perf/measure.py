@@ -22,7 +22,7 @@ import bisect
 import gc
 import os
 import tempfile
-import time
+from time import perf_counter_ns
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -264,7 +264,7 @@ class Recorder:
                                           record_shapes=self.plan.comm)
             prof.start()
             self._prof = prof
-            self._started_ns = time.perf_counter_ns()
+            self._started_ns = perf_counter_ns()
             if self.plan.flops:
                 from torch.utils.flop_counter import FlopCounterMode
 
@@ -283,7 +283,7 @@ class Recorder:
             return
         prof = self._prof
         hijacked = False
-        self.result.wall_ns += time.perf_counter_ns() - self._started_ns
+        self.result.wall_ns += perf_counter_ns() - self._started_ns
         try:
             if self._mode is not None:
                 self._mode.__exit__(None, None, None)

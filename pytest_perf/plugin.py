@@ -11,6 +11,7 @@ This module must import without torch: torch is imported only when a budgeted te
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import os
 import sys
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from perflint.budgets import KEYS, Budget, BudgetError, check, parse_budget, valid_keys_text
+from perflint.budgets import Budget, BudgetError, check, parse_budget, spec, valid_keys_text
 from pytest_perf import baseline as baselines
 from pytest_perf import report
 
@@ -42,6 +43,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="record the counts of every marked test into the baseline file (implies --perf-budget)")
     group.addoption("--perf-fail-on-increase", action="store_true",
                     help="fail marked tests whose counts grew past the baseline (implies --perf-budget)")
+    group.addoption("--perf-dist-timeout", type=float, default=None, metavar="SECONDS",
+                    help="world_size tests: seconds all ranks may take before every rank is killed (default 120; "
+                         "the marker's timeout= wins)")
     parser.addini("perf_budget", type="bool", default=False, help="enforce perf_budget markers (like --perf-budget)")
 
 
@@ -89,18 +93,24 @@ class _Run:
     """One budgeted (or perf-fixture) test: its Perf object and, when enforced, its budget."""
 
     def __init__(self, item: pytest.Item, budget: Budget | None, session: "_PerfSession"):
+        from pytest_perf import distributed
         from pytest_perf.fixture import Perf
         from pytest_perf.measure import Plan
 
         self.item, self.budget, self.session = item, budget, session
+        # world_size > 1: the controller sends the test to ranks (distributed.py); a rank measures it
+        self.rank = distributed.rank_info() if budget is not None and budget.world_size > 1 else None
+        self.distributed = budget is not None and budget.world_size > 1 and self.rank is None
         self.enforced = budget is not None and session.enabled
         self.compare_baseline = self.enforced and (budget.baseline or session.fail_on_increase)
         everything = bool(not budget or self.compare_baseline or session.report_path or session.update_baseline
                           or "perf" in item.fixturenames)
         asked = set()
         if budget:
-            asked = {KEYS[k].metric for k in budget.limits} | ({"ops"} if budget.op_limits else set())
+            asked = {spec(k).metric for k in budget.limits} | ({"ops"} if budget.op_limits else set())
         self.plan = Plan.choose(asked, everything, keep_trace=bool(session.trace_dir))
+        if self.rank is not None:
+            self.plan = dataclasses.replace(self.plan, comm=True, flops=budget.scaling_model is not None)
         self.perf = Perf(self.plan)
         self.entry: dict | None = None
 
@@ -110,6 +120,10 @@ class _Run:
 
         budget, root = self.budget, str(self.session.config.rootpath)
         metrics = result.metrics
+        if self.rank is not None and budget.scaling_model:
+            from pytest_perf.distributed import predicted
+
+            metrics = {**metrics, "predicted_efficiency": predicted(result, budget.scaling_model).efficiency}
         checked, reasons = metrics, result.reasons()
         problems: list[str] = []
         if budget.per_step:
@@ -157,6 +171,10 @@ class _Run:
                       "per_step": self.budget.per_step, "steps": [dict(s) for s in result.steps],
                       "top_ops": dict(result.top_ops.most_common(20)), "traces": traces,
                       "baseline_counts": baselines.counts(result.metrics)}
+        if self.rank is not None:
+            from pytest_perf.distributed import rank_figures
+
+            self.entry["distributed"] = rank_figures(result, self.budget.scaling_model)
         return message
 
 
@@ -187,6 +205,24 @@ def perf(request: pytest.FixtureRequest):
         run.perf.finish()  # never leave a profiler running
 
 
+@pytest.fixture
+def perf_rank():
+    """In a world_size=N test body: this rank's `rank`, `world_size`, `local_rank`, `device` ("cpu" or
+    "cuda:<local rank>") and `backend` ("gloo" or "nccl"); the process group is already set up."""
+    from pytest_perf.distributed import rank_info
+
+    return rank_info()
+
+
+def _world_size(item: pytest.Item) -> Budget | None:
+    """The item's budget when it asks for world_size > 1 (an invalid marker was already reported)."""
+    try:
+        budget = _marker_budget(item)
+    except BudgetError:
+        return None
+    return budget if budget is not None and budget.world_size > 1 else None
+
+
 class _PerfSession:
     """Session-wide state and the hooks that need it, registered as a plugin object."""
 
@@ -204,6 +240,8 @@ class _PerfSession:
         self.is_worker = hasattr(config, "workerinput")
         self.entries: dict[str, dict] = {}
         self._baseline: dict | None = None
+        self.pools: dict[int, Any] = {}  # world size -> distributed.RankPool
+        self.dist_files: dict[int, set[str]] = {}  # world size -> test files the pool's workers collect
 
     def baseline(self) -> dict:
         if self._baseline is None:
@@ -220,8 +258,69 @@ class _PerfSession:
         return (f"perf budgets: on (torch {version}; on a CPU, syncs and transfers are counted as they would "
                 f"happen on an accelerator, see perflint/events.py)")
 
+    # -- world_size=N tests (pytest_perf/distributed.py) ------------------------------------------
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            budget = _world_size(item)
+            if budget is not None:
+                self.dist_files.setdefault(budget.world_size, set()).add(str(item.path))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
+        budget = _world_size(pyfuncitem)
+        if budget is None:
+            return None
+        from pytest_perf import distributed
+
+        info = distributed.rank_info()
+        if info is None:
+            self._run_on_ranks(pyfuncitem, budget)
+            return True
+        if distributed.under_torchrun() and info.world_size != budget.world_size:
+            pytest.skip(f"needs world_size={budget.world_size}; this torchrun job has {info.world_size} ranks")
+        return None  # a rank: run the body here
+
+    def _run_on_ranks(self, item: pytest.Item, budget: Budget) -> None:
+        from pytest_perf import distributed
+
+        timeout = budget.timeout or self.config.getoption("perf_dist_timeout") or distributed.DEFAULT_TIMEOUT_S
+        results, missing = self._pool(budget.world_size, item).run(item.nodeid, timeout)
+        entry, message, skipped = distributed.combine(item.nodeid, results, missing, timeout)
+        run = item.stash.get(_RUN, None)
+        if run is not None and run.enforced and "min_scaling_efficiency" in budget.limits and entry and not message:
+            single, _ = self._pool(1, item).run(item.nodeid, timeout)
+            entry, message = distributed.add_scaling_verdict(entry, single.get(0, {}), budget)
+        if run is not None and entry is not None:
+            run.entry = entry
+        if message:
+            raise pytest.fail.Exception(message, pytrace=False)
+        if skipped:
+            pytest.skip(results[0].get("longrepr") or "skipped on every rank")
+
+    def _pool(self, world_size: int, item: pytest.Item):
+        from pytest_perf import distributed
+
+        pool = self.pools.get(world_size)
+        if pool is None or not pool.alive:
+            files = sorted(set().union(*self.dist_files.values(), {str(item.path)}))
+            pool = distributed.RankPool(world_size, distributed.worker_args(self.config) + files,
+                                        str(self.config.invocation_params.dir))
+            try:
+                pool.start()
+            except RuntimeError as e:
+                raise pytest.fail.Exception(str(e), pytrace=False) from None
+            self.pools[world_size] = pool
+        return pool
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        from pytest_perf import distributed
+
+        dist_budget = _world_size(item) if distributed.under_torchrun() else None
+        if dist_budget is not None:
+            info = distributed.rank_info()
+            if info.world_size == dist_budget.world_size:  # one group for the whole torchrun job
+                distributed.init_group(info, None, dist_budget.timeout or distributed.DEFAULT_TIMEOUT_S)
         if not self.enabled:
             return
         budget = _marker_budget(item)  # already validated at collection
@@ -230,14 +329,12 @@ class _PerfSession:
         missing = _torch_missing()
         if missing:
             pytest.fail(missing, pytrace=False)
-        if budget.world_size != 1:
-            pytest.fail("perf_budget(world_size=...) is not supported by pytest_perf yet", pytrace=False)
         item.stash[_RUN] = _Run(item, budget, self)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
         run = item.stash.get(_RUN, None)
-        if run is None or not run.enforced:
+        if run is None or not run.enforced or run.distributed:
             return (yield)
         from pytest_perf.measure import ProfilerConflict
 
@@ -280,6 +377,14 @@ class _PerfSession:
             self.entries[report.nodeid] = entry
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        for pool in self.pools.values():
+            pool.close()
+        self.pools.clear()
+        if "torch.distributed" in sys.modules:
+            from pytest_perf.distributed import destroy_group, under_torchrun
+
+            if under_torchrun():
+                destroy_group()
         if self.is_worker or not self.entries:
             return
         entries = [self.entries[k] for k in sorted(self.entries)]

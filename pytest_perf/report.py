@@ -13,7 +13,7 @@ from typing import Iterable, Mapping
 
 from tabulate import tabulate
 
-from perflint.budgets import KEYS, Verdict, format_value
+from perflint.budgets import Verdict, format_value, spec as key_spec
 
 
 def verdict_entry(v: Verdict, text: str, where: tuple[str, int] | None) -> dict:
@@ -24,7 +24,7 @@ def verdict_entry(v: Verdict, text: str, where: tuple[str, int] | None) -> dict:
 
 
 def _unit(key: str) -> str:
-    spec = KEYS.get(key.split("@")[0])
+    spec = key_spec(key.split("@")[0])
     return spec.unit if spec else "count"
 
 
@@ -32,7 +32,7 @@ def _budget_text(v: Mapping) -> str:
     key = v["key"]
     if key == "baseline":
         return "baseline"
-    spec = KEYS.get(key.split("@")[0])
+    spec = key_spec(key.split("@")[0])
     sign = "≥" if spec is not None and spec.bound == "min" else "≤"
     text = f"{sign} {format_value(_unit(key), v['limit'])}"
     return text + " (baseline)" if key.endswith("@baseline") else text

@@ -11,9 +11,12 @@ class DataParallel(Rule):
     code = "PFL701"
     name = "data-parallel"
     summary = "`nn.DataParallel` is slower than `DistributedDataParallel`, even on one machine"
-    message = "`{func}` replicates the model and scatters the batch from one GPU every step; use DistributedDataParallel"
+    message = ("`{func}` replicates the model and scatters the batch from one GPU every step; "
+               "use DistributedDataParallel")
     gpu_only = True
     proof_metric = ""
+    proof_note = ("DataParallel's cost is per-step replicate/scatter/gather copies between GPUs; with no GPU it "
+                  "just calls the module, so no CPU count differs.")
     why = """
 `DataParallel` runs one process and one Python thread per GPU. On every forward it copies the
 parameters from the first GPU to every other GPU (`replicate`), splits the batch from the first GPU
