@@ -1,25 +1,11 @@
 """PFL702: gradient accumulation (4 micro-steps per update, 4 updates) under DDP without `no_sync()`:
 every micro-step all-reduces the gradients. One gloo rank, so it runs anywhere."""
 
-from contextlib import contextmanager
-
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-
-@contextmanager
-def single_process_group():
-    """A one-rank gloo group for the duration of the block (an existing group is reused, not destroyed)."""
-    if dist.is_initialized():
-        yield
-        return
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
+from pytest_perf.distributed import single_rank_group
 
 
 def make_inputs():
@@ -30,7 +16,7 @@ def make_inputs():
 
 
 def run(net, batches, accum=4):
-    with single_process_group():
+    with single_rank_group():
         model = DistributedDataParallel(net)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         for i, (x, y) in enumerate(batches):

@@ -1,29 +1,17 @@
 """PFL702 fixed: the first accum-1 micro-steps run forward and backward under `no_sync()`, so only the
 last one all-reduces."""
 
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-
-@contextmanager
-def single_process_group():
-    """A one-rank gloo group for the duration of the block (an existing group is reused, not destroyed)."""
-    if dist.is_initialized():
-        yield
-        return
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
+from pytest_perf.distributed import single_rank_group
 
 
 def run(net, batches, accum=4):
-    with single_process_group():
+    with single_rank_group():
         model = DistributedDataParallel(net)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         for i, (x, y) in enumerate(batches):

@@ -2,25 +2,11 @@
 One gloo rank, so it runs anywhere."""
 
 import warnings
-from contextlib import contextmanager
-
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-
-@contextmanager
-def single_process_group():
-    """A one-rank gloo group for the duration of the block (an existing group is reused, not destroyed)."""
-    if dist.is_initialized():
-        yield
-        return
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        yield
-    finally:
-        dist.destroy_process_group()
+from pytest_perf.distributed import single_rank_group
 
 
 def make_inputs():
@@ -31,7 +17,7 @@ def make_inputs():
 
 
 def run(net, batches):
-    with single_process_group(), warnings.catch_warnings():
+    with single_rank_group(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # DDP itself warns that the flag found nothing
         model = DistributedDataParallel(net, find_unused_parameters=True)  # expect: PFL703
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
