@@ -41,7 +41,7 @@ def test_static_graph(perf, graph):
 def test_bucket_size(perf, bucket_cap_mb):
     """bucket_cap_mb: the default 25 MB packs this model's gradients into one all-reduce per backward;
     a tiny cap splits them (more collectives, each paying the latency). Overlap changes too, but that is
-    a timing: see docs_distributed.md."""
+    a timing: see docs/distributed.md."""
     cap = float(str(bucket_cap_mb).removeprefix("SLOW-"))
     warm_then_measure(perf, model(bucket_cap_mb=cap), batches(WARMUP + MEASURED))
 
