@@ -372,4 +372,9 @@ def single_rank_group(backend: str = "gloo"):
     try:
         yield
     finally:
-        dist.destroy_process_group()
+        try:
+            # Join the backend's threads here, with the GIL released: left to the destructor (run by the
+            # group's last owner, often DDP's reducer, while holding the GIL) the join can deadlock.
+            dist.distributed_c10d._get_default_group().shutdown()
+        finally:
+            dist.destroy_process_group()

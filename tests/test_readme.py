@@ -21,5 +21,5 @@ def test_rule_pages_and_index_are_up_to_date():
 def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "python -m pytest -n 2" in readme and "python -m pytest -q -n 2" in ci
+    assert "python -m pytest -n 2 --timeout 600" in readme and "python -m pytest -q -n 2 --timeout 600" in ci
     assert 'pip install torch==2.13.0 -e ".[dev]"' in readme and '"torch==2.13.0" -e ".[dev]"' in ci
