@@ -4,8 +4,9 @@ Usage: python benchmarks/bench_rule_pairs.py [--repeat N] [--write]
 
 Each side runs once to warm up, then N times alternately; the figure is the ratio of the medians. A
 pair whose effect exists only on a GPU is listed but not timed. With --write, the ratio of every pair
-that is at least 1.2x faster on the CPU goes into `rules/effects.json` (the `benchmark` field quoted by
-the rule pages); the others are left without a speed claim.
+that is at least 1.2x faster on the CPU, and whose antipattern takes at least 0.5 ms (shorter runs are mostly
+timer noise), goes into `rules/effects.json` (the `benchmark` field quoted by the rule pages); the
+others are left without a speed claim.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tests.pairs import EFFECTS, code_of, load, pair_dirs  # noqa: E402
 
 COMMAND = "python benchmarks/bench_rule_pairs.py --write"
 THRESHOLD = 1.2
+MIN_SECONDS = 0.5e-3
 
 
 def _time(run, make_inputs) -> float:
@@ -60,7 +62,7 @@ def main() -> int:
         ratio = a / o
         print(f"{rule.code:7s} antipattern {a * 1e3:9.2f} ms  optimized {o * 1e3:9.2f} ms  ratio {ratio:6.2f}x")
         entry = effects.setdefault(rule.code, {})
-        if ratio >= THRESHOLD:
+        if ratio >= THRESHOLD and a >= MIN_SECONDS:
             entry["benchmark"] = (f"CPU wall time, one thread: {a * 1e3:.2f} ms -> {o * 1e3:.2f} ms, "
                                   f"{ratio:.1f}x faster (median of {args.repeat}, `{COMMAND}`).")
         else:

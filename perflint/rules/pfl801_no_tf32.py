@@ -22,7 +22,7 @@ class NoTf32(FileFactsRule):
     default = False
     gpu_only = True
     proof_metric = ""
-    proof_note = "TF32 changes which GPU kernel runs (tensor cores instead of FP32 SIMT GEMMs), not how many; the evidence is the A100 AlexNet trace quoted above."
+    proof_note = "TF32 changes which GPU kernel runs (tensor cores instead of FP32 SIMT GEMMs), not how many; the evidence is the A100 AlexNet trace quoted on its page."
     why = """
 Since PyTorch 1.12, FP32 matrix multiplies on CUDA do not use TF32 tensor cores unless allowed
 (`torch.backends.cuda.matmul.allow_tf32` defaults to False), while cuDNN convolutions do
