@@ -25,7 +25,6 @@ from perflint.rule import RULE_CRASHED, SYNTAX_ERROR, Edit, Finding, Fix, Pendin
 _NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _FILE_NOQA = re.compile(r"^\s*#\s*perflint\s*:\s*noqa\s*$", re.IGNORECASE | re.MULTILINE)
 _PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # Python's line breaks only
-_LOOPS = (cst.For, cst.While)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 _COMPILE = {"torch.compile", "torch.jit.script", "torch.jit.trace", "torch.jit.script_method"}

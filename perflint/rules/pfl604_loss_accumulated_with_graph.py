@@ -3,8 +3,6 @@ import libcst as cst
 from perflint.context import Context, find_all, dotted, module_call, trains
 from perflint.rule import Rule
 
-_DETACHING = {"detach", "item", "tolist", "cpu", "numpy", "detach_"}
-
 
 def _names(node: cst.CSTNode) -> set[str]:
     return {n.value for n in find_all(node, cst.Name)}
