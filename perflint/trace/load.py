@@ -24,6 +24,12 @@ from typing import Any, Iterable, Mapping
 from perflint.trace import jsontext, typed
 from perflint.trace.model import CommInfo, DeviceOp, HostOp, RuntimeCall, Trace, TraceError
 
+try:  # optional speed-up (pip install torch-perflint[trace]): ISA-L inflates twice as fast as zlib
+    from isal import isal_zlib as _isal
+except ImportError:  # pragma: no cover - exercised by monkeypatching in the tests
+    _isal = None
+_CORRUPT_GZIP = (EOFError, OSError, zlib.error) + ((_isal.error,) if _isal is not None else ())
+
 STREAM_THRESHOLD = 256 * 2**20  # bytes of JSON text above which the file is streamed
 
 
@@ -67,7 +73,7 @@ def load_trace(source: str | os.PathLike | Mapping | list, *, stream: bool | Non
     if gzipped:
         try:
             raw = _gunzip(raw)
-        except (EOFError, OSError, zlib.error) as exc:
+        except _CORRUPT_GZIP as exc:
             raise TraceError(path, f"truncated or corrupt gzip ({exc})") from None
     with gc_paused():
         return _from_typed(raw, path) or _from_bytes(raw, path)
@@ -88,13 +94,17 @@ def gc_paused():
 
 def _gunzip(data: bytes) -> bytes:
     """gzip.decompress collects the output in blocks and joins them (twice the text at its peak, and
-    twice the page faults); zlib writes straight into a buffer of the size the trailer gives. zlib
-    stops after the first gzip member, so the result counts only when it matches the trailer's size and
-    CRC; several members (or a size over 4 GiB) go to gzip.decompress."""
+    twice the page faults); zlib (or isal) writes straight into a buffer of the size the trailer gives.
+    Both check the CRC and size of the first gzip member and stop after it, so the result counts only
+    when it matches the trailer's size and CRC (the last member's); several members (or a size over
+    4 GiB) go to gzip.decompress."""
     size = int.from_bytes(data[-4:], "little") if len(data) >= 18 else 0
     if 0 < size <= 1032 * len(data):  # deflate cannot expand more: a corrupt trailer allocates nothing
-        out = zlib.decompress(data, 31, size)
-        if len(out) == size and zlib.crc32(out) == int.from_bytes(data[-8:-4], "little"):
+        inflate = _isal or zlib
+        # zlib copies its output unless it fills the buffer exactly; isal, given exactly the size,
+        # grows the full buffer before it sees the end of the stream: one byte more spares that copy
+        out = inflate.decompress(data, 31, size + (inflate is _isal))
+        if len(out) == size and inflate.crc32(out) == int.from_bytes(data[-8:-4], "little"):
             return out
     return gzip.decompress(data)
 
@@ -288,28 +298,23 @@ def _finish(trace: Trace, peak: float | None, legacy: bool) -> Trace:
 
 def _normalize_typed(pieces: Iterable[list], path: str) -> Trace:
     """`_normalize` for the structs of `typed`, a list of them per piece: same result, but the types
-    are already checked (ts and dur are numbers or None, correlation and bytes ints), so each event
-    costs a few attribute reads. Kept apart from `_normalize` because this loop is the hot one."""
+    are already checked (ts and dur are numbers or None, correlation and bytes ints) and the struct's
+    type is the phase, so each event costs a few attribute reads. Every struct has a "ph", so the
+    "no event has a 'ph' field" error arises only in `_normalize`. Kept apart from `_normalize` because
+    this loop is the hot one."""
     trace = Trace(path)
     add_host, add_runtime, add_device = trace.host_ops.append, trace.runtime.append, trace.device.append
     host_kinds, device_kinds, runtime_cats, legacy_cats = _HOST, _DEVICE, _RUNTIME, _LEGACY
-    no_args = typed.NO_ARGS
+    complete, instants, no_args = typed.XEvent, typed.INSTANTS, typed.NO_ARGS
     new = tuple.__new__  # builds the NamedTuples without their Python-level __new__ (3x cheaper)
     names: dict[str, str] = {}
     intern = names.setdefault
     legacy = False
     peak = None
-    phased = 0
-    items = 0
     for events in pieces:
-        items += len(events)
         for e in events:
-            ph = e.ph
-            if ph is None:
-                continue
-            phased += 1
-            if ph != "X":
-                if (ph == "i" or ph == "I") and e.name == "[memory]" and e.args is not None \
+            if type(e) is not complete:
+                if type(e) in instants and e.name == "[memory]" and e.args is not None \
                         and e.args.device_type == 1:
                     peak = _peak(peak, e.args.total_allocated)
                 continue
@@ -344,8 +349,6 @@ def _normalize_typed(pieces: Iterable[list], path: str) -> Trace:
                 continue
             if cat in legacy_cats:
                 legacy = True
-    if items and not phased:
-        raise TraceError(path, "not a PyTorch profiler trace (no event has a 'ph' field)")
     return _finish(trace, peak, legacy)
 
 
