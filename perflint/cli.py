@@ -64,7 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in SUBCOMMANDS:
         import importlib
 
-        return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
+        try:
+            command = importlib.import_module(SUBCOMMANDS[argv[0]])
+        except ModuleNotFoundError as exc:  # numpy: in the [trace] extra, the linter does not need it
+            print(f"perflint {argv[0]}: error: needs the '{exc.name}' package: "
+                  f"pip install 'torch-perflint[{argv[0]}]'", file=sys.stderr)
+            return EXIT_ERROR
+        return command.main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return _run(args)

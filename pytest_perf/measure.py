@@ -33,7 +33,7 @@ from torch.overrides import TorchFunctionMode
 
 from perflint import events
 from perflint.scaling import kind_of
-from perflint.trace.intervals import intersect, total, union
+from perflint.trace.intervals import Spans, intersect, total, union
 from pytest_perf.attribution import Site, skip_library, user_site
 
 skip_library(torch.__file__)
@@ -482,7 +482,7 @@ class Recorder:
         syncs: list[tuple[Site, str | None]] = []
         collectives: list = []  # top-level collective op nodes (c10d::*)
         backend: list = []  # the backends' own collective events (gloo:*, nccl:*)
-        compute: list[tuple[int, int]] | None = [] if plan.comm else None  # top-level op intervals
+        compute: list | None = [] if plan.comm else None  # top-level op nodes
 
         def visit(nodes, in_op, in_sync, site, rule, top):
             for node in nodes:
@@ -520,7 +520,7 @@ class Recorder:
                     if row is not None and row.metric == "collectives":
                         collectives.append(node)
                     elif compute is not None:
-                        compute.append((node.start_time_ns, node.start_time_ns + node.duration_time_ns))
+                        compute.append(node)
                 node_rule, node_sync = rule, in_sync
                 if row is not None:
                     node_rule = rule or row.rule
@@ -556,9 +556,9 @@ class Recorder:
             kind = _kind(node.name)
             res.comm_counts[kind] += 1
             res.comm_kind_bytes[kind] += _send_bytes(node, kind)
-        comm = union((n.start_time_ns, n.start_time_ns + n.duration_time_ns) for n in comm_nodes)
+        comm = _spans(comm_nodes)
         res.comm_ns += int(total(comm))
-        res.comm_overlap_ns += int(total(intersect(comm, union(compute))))
+        res.comm_overlap_ns += int(total(intersect(comm, _spans(compute))))
 
     def _add_steps(self, step_events, marks: list[int]) -> None:
         """Bin this segment's counts into the steps that perf.step() closed; the rest after the last mark
@@ -661,3 +661,9 @@ def export_traces(result: Result, path_stem: str) -> list[str]:
         prof.export_chrome_trace(path)
         paths.append(path)
     return paths
+
+
+def _spans(nodes) -> Spans:
+    """The time the profiler nodes cover."""
+    starts = [n.start_time_ns for n in nodes]
+    return union(starts, [s + n.duration_time_ns for s, n in zip(starts, nodes)])

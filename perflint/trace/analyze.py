@@ -12,16 +12,15 @@ from typing import Any, Optional, Union
 
 from perflint.budgets import KEYS
 from perflint.events import lookup
-from perflint.trace import intervals
 from perflint.trace.hostindex import top_level_ops
 from perflint.trace.kernels import KernelFigures, kernel_figures
 from perflint.trace.load import gc_paused, load_trace
 from perflint.trace.model import Trace
-from perflint.trace.names import COMPUTE, launch_calls
+from perflint.trace.names import COMPUTE
 from perflint.trace.queue import QueueFigures, queue_figures
 from perflint.trace.steps import Step, find_steps, parse_range, select
 from perflint.trace.syncs import SyncEvent, sync_figures
-from perflint.trace.timeline import TimelineFigures, device_work, timeline_figures
+from perflint.trace.timeline import TimelineFigures, timeline_figures
 from perflint.trace.transfers import TransferFigures, transfer_figures
 
 METRICS = tuple(k.metric for k in KEYS.values())
@@ -69,18 +68,14 @@ def _analyze(trace: Trace, steps: StepRange) -> Figures:
         selection = f"steps {'' if first is None else first}:{'' if last is None else last}"
     t0 = min((min(map(_TS, group)) for group in (trace.host_ops, trace.runtime, trace.device) if group),
              default=0.0)
-    launches = {c.correlation: c.ts for c in launch_calls(trace) if c.correlation >= 0}
-    graphs = frozenset(c.correlation for c in trace.runtime if "GraphLaunch" in c.name)
-    busy = intervals.union([(ts, ts + dur) for _, ts, dur, _, _, _, _, _ in device_work(trace)])
     kernels = kernel_figures(trace)
     compute_us = next(c.busy_us for c in kernels.classes if c.name == COMPUTE)
-    timeline = timeline_figures(trace, t0, launches, busy, compute_us)
     return Figures(
         path=trace.path, rank=trace.rank, world_size=trace.world_size, device_name=trace.device_name,
         schema=trace.schema, has_device=trace.has_device, steps=find_steps(trace), selection=selection,
         ops=top_level_ops(trace), peak_memory=trace.peak_memory,
         kernels=kernels, syncs=sync_figures(trace, t0), transfers=transfer_figures(trace),
-        timeline=timeline, queue=queue_figures(trace, launches, busy, graphs),
+        timeline=timeline_figures(trace, t0, compute_us), queue=queue_figures(trace),
         host_collectives=_host_collectives(trace),
     )
 

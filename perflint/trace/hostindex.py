@@ -1,103 +1,84 @@
-"""Nesting of host events: which CPU ops and Python frames enclose a runtime call, and which ops are
-top-level. One sweep per thread over events sorted by start (longest first on ties) with a stack,
-done once per trace and cached."""
+"""Host events per thread, as arrays, for the questions the figures ask of them: which CPU ops and
+Python frames enclose a runtime call, which ops start inside an idle gap, and which ops are top-level.
+Built once per trace and cached; each question is then a binary search and a short array scan."""
 
 from __future__ import annotations
 
-import bisect
-from collections import defaultdict
-from operator import itemgetter
+from operator import attrgetter
 from typing import NamedTuple, Sequence
+
+import numpy as np
 
 from perflint.trace.model import HostOp, Trace
 
-
-_TS = itemgetter(1)
-
-
-def _start_longest_first(op: HostOp) -> tuple[float, float]:
-    return op.ts, -op.dur
+_TS, _DUR, _TID, _KIND = (attrgetter(f) for f in ("ts", "dur", "tid", "kind"))
 
 
-def by_thread(trace: Trace) -> dict[object, list[HostOp]]:
-    """Host events per thread, sorted by start, longest first on ties (so parents precede children)."""
-    threads = trace.cache.get("by_thread")
+class Thread(NamedTuple):
+    """One thread's host events sorted by start, longest first on ties (so parents precede children)."""
+
+    ops: list[HostOp]
+    starts: np.ndarray
+    ends: np.ndarray
+    reach: np.ndarray  # running maximum of `ends`: no event before index j ends after reach[j - 1]
+    is_op: np.ndarray  # an aten op (not an annotation or a Python frame)
+
+    def started_between(self, start: float, end: float) -> list[HostOp]:
+        """The events starting in [start, end)."""
+        lo, hi = np.searchsorted(self.starts, (start, end))
+        return self.ops[lo:hi]
+
+
+def by_thread(trace: Trace) -> dict[object, Thread]:
+    threads = trace.cache.get("threads")
     if threads is None:
-        ops = sorted(trace.host_ops, key=_TS)  # linear: Kineto writes events nearly in start order
-        if len(set(map(_TS, ops))) < len(ops):  # equal starts (rare): the longer one is the parent
-            ops.sort(key=_start_longest_first)
-        threads = defaultdict(list)
-        for op in ops:
-            threads[op.tid].append(op)
-        trace.cache["by_thread"] = threads
+        threads = trace.cache["threads"] = _threads(trace.host_ops)
+    return threads
+
+
+def _threads(host_ops: list[HostOp]) -> dict[object, Thread]:
+    n = len(host_ops)
+    tid = list(map(_TID, host_ops))
+    tids = {t: k for k, t in enumerate(dict.fromkeys(tid))}
+    tid_ids = np.fromiter(map(tids.__getitem__, tid), np.intp, n)
+    ts, dur = np.fromiter(map(_TS, host_ops), float, n), np.fromiter(map(_DUR, host_ops), float, n)
+    order = np.argsort(ts, kind="stable")  # linear: Kineto writes events nearly in start order
+    if np.any(ts[order[1:]] == ts[order[:-1]]):  # equal starts: the longer event is the parent
+        order = np.lexsort((-dur, ts))
+    order = order[np.argsort(tid_ids[order], kind="stable")]
+    bounds = np.searchsorted(tid_ids[order], np.arange(len(tids) + 1))
+    ends, is_op = ts + dur, np.fromiter(map("op".__eq__, map(_KIND, host_ops)), bool, n)
+    threads = {}
+    for t, k in tids.items():
+        rows = order[bounds[k]:bounds[k + 1]]
+        threads[t] = Thread([host_ops[i] for i in rows.tolist()], ts[rows], ends[rows],
+                            np.maximum.accumulate(ends[rows]), is_op[rows])
     return threads
 
 
 def top_level_ops(trace: Trace) -> int:
-    """aten ops not nested in another aten op: what the plugin calls dispatched compute ops."""
+    """aten ops not nested in another aten op (what the plugin calls dispatched compute ops): those
+    starting at or after the end of every earlier op on their thread."""
     count = 0
-    for ops in by_thread(trace).values():
-        open_end = float("-inf")
-        for _, ts, dur, _, kind, _ in ops:
-            if kind != "op":
-                continue
-            end = ts + dur
-            if ts >= open_end:
-                count += 1
-                open_end = end
-            elif end > open_end:  # overlaps without nesting (clock rounding): still inside
-                open_end = end
+    for thread in by_thread(trace).values():
+        starts, ends = thread.starts[thread.is_op], thread.ends[thread.is_op]
+        if len(starts):
+            count += 1 + int(np.count_nonzero(starts[1:] >= np.maximum.accumulate(ends)[:-1]))
     return count
 
 
-class _Nesting(NamedTuple):
-    """One thread's events (by_thread order), their starts, and each one's parent: the innermost
-    earlier event still open when it starts (-1: none). Walking parents from event i gives the stack
-    a sweep would hold after pushing i, so any number of queries cost one sweep."""
-
-    ops: list[HostOp]
-    starts: list[float]
-    parent: list[int]
-
-
-def _nesting(trace: Trace) -> dict[object, _Nesting]:
-    found = trace.cache.get("nesting")
-    if found is None:
-        found = {}
-        for tid, ops in by_thread(trace).items():
-            parent = [-1] * len(ops)
-            starts = list(map(_TS, ops))
-            ends = [ts + dur for _, ts, dur, _, _, _ in ops]
-            stack: list[int] = []
-            for i, ts in enumerate(starts):
-                while stack and ends[stack[-1]] <= ts:
-                    stack.pop()
-                if stack:
-                    parent[i] = stack[-1]
-                stack.append(i)
-            found[tid] = _Nesting(ops, starts, parent)
-        trace.cache["nesting"] = found
-    return found
-
-
 def enclosing(trace: Trace, queries: Sequence[tuple[object, float, float]]) -> list[list[HostOp]]:
-    """For each (tid, start, end): the host events on that thread that contain it, outermost first
-    (among the events started by `start` and still open then, those ending at or after `end`)."""
+    """For each (tid, start, end): the host events on that thread that contain it (started by `start`,
+    ending at or after `end`), outermost first."""
+    threads = by_thread(trace)
     result: list[list[HostOp]] = []
-    if not queries:
-        return result
-    threads = _nesting(trace)
     for tid, start, end in queries:
-        nest = threads.get(tid)
-        chain: list[HostOp] = []
-        if nest is not None:
-            ops, parent = nest.ops, nest.parent
-            i = bisect.bisect_right(nest.starts, start) - 1
-            while i >= 0:
-                op = ops[i]
-                if op.ts + op.dur >= end:
-                    chain.append(op)
-                i = parent[i]
-            chain.reverse()
-        result.append(chain)
+        thread = threads.get(tid)
+        if thread is None:
+            result.append([])
+            continue
+        last = int(np.searchsorted(thread.starts, start, side="right"))  # events started by `start`
+        first = int(np.searchsorted(thread.reach[:last], end))  # none before this one lasts until `end`
+        ops = thread.ops
+        result.append([ops[first + j] for j in np.flatnonzero(thread.ends[first:last] >= end).tolist()])
     return result

@@ -3,12 +3,14 @@ communication is hidden behind computation."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
+
+import numpy as np
 
 from perflint.trace import intervals
 from perflint.trace.model import Trace
-from perflint.trace.names import CLASSES, COMMUNICATION, COMPUTE, collective_name, kernel_class
+from perflint.trace.names import CLASSES, COMMUNICATION, COMPUTE, collective_name
+from perflint.trace.work import Work, device_work
 
 _DTYPE_BYTES = {"float": 4, "float32": 4, "int": 4, "int32": 4, "half": 2, "float16": 2, "bfloat16": 2,
                 "double": 8, "float64": 8, "long": 8, "int64": 8, "byte": 1, "char": 1, "uint8": 1, "int8": 1,
@@ -53,45 +55,48 @@ class KernelFigures:
 
 
 def kernel_figures(trace: Trace, top: int = 10) -> KernelFigures:
-    spans: dict[str, list[tuple[float, float]]] = {c: [] for c in CLASSES}
-    time_by_class: dict[str, float] = defaultdict(float)
-    by_name: dict[str, list] = {}
-    colls: dict[str, list] = {}
-    sized = False
-    for op in trace.device:  # file order: sums and ties in the ranking do not depend on sorting
-        name, ts, dur, _, _, kind, _, comm = op
-        if kind == "sync":
-            continue
-        cls = kernel_class(op)
-        spans[cls].append((ts, ts + dur))
-        time_by_class[cls] += dur
-        entry = by_name.get(name)
-        if entry is None:
-            by_name[name] = [cls, 1, dur]
-        else:
-            entry[1] += 1
-            entry[2] += dur
-        if cls == COMMUNICATION:
-            key = collective_name(op)
-            c = colls.setdefault(key, [0, 0.0, 0])
-            c[0] += 1
-            c[1] += dur
-            if comm is not None and comm.in_nelems:
-                sized = True
-                c[2] += comm.in_nelems * _DTYPE_BYTES.get(comm.dtype.lower(), 4)
-    unions = {c: intervals.union(s) for c, s in spans.items()}
-    classes = [KernelClass(c, len(spans[c]), time_by_class[c], intervals.total(unions[c])) for c in CLASSES]
-    ranked = sorted(by_name.items(), key=lambda kv: -kv[1][2])[:top]
+    work = device_work(trace)
+    dur = work.dur
+    classes, unions = [], {}
+    for k, name in enumerate(CLASSES):
+        rows = work.cls == k
+        unions[name] = intervals.union(work.ts[rows], work.end[rows])
+        classes.append(KernelClass(name, int(np.count_nonzero(rows)), float(np.sum(dur[rows])),
+                                   intervals.total(unions[name])))
+    counts = np.bincount(work.name, minlength=len(work.names))
+    totals = np.bincount(work.name, weights=dur, minlength=len(work.names))
+    ranked = np.argsort(-totals, kind="stable")[:top]  # ties: first seen in the file first
+    first_row = {int(n): int(np.argmax(work.name == n)) for n in ranked}
     comm_us = intervals.total(unions[COMMUNICATION])
     overlap_us = intervals.total(intervals.intersect(unions[COMMUNICATION], unions[COMPUTE]))
+    collectives, comm_bytes = _collectives(work)
     return KernelFigures(
-        kernels=len(spans[COMPUTE]) + len(spans[COMMUNICATION]),
+        kernels=classes[0].count + classes[1].count,
         classes=classes,
-        top=[TopKernel(n, c, k, t, t / k) for n, (c, k, t) in ranked],
-        collectives=[Collective(n, k, t, b if sized else None)
-                     for n, (k, t, b) in sorted(colls.items(), key=lambda kv: -kv[1][1])],
+        top=[TopKernel(work.names[n], CLASSES[work.cls[first_row[n]]], int(counts[n]), float(totals[n]),
+                       float(totals[n] / counts[n])) for n in map(int, ranked)],
+        collectives=collectives,
         comm_us=comm_us,
         comm_overlap_us=overlap_us,
         comm_overlap=overlap_us / comm_us if comm_us > 0 else None,
-        comm_bytes=sum(c[2] for c in colls.values()) if sized else None,
+        comm_bytes=comm_bytes,
     )
+
+
+def _collectives(work: Work) -> tuple[list[Collective], int | None]:
+    """Communication kernels by collective (in file order, so ties rank by first appearance), with
+    their input bytes when the trace records message sizes."""
+    colls: dict[str, list] = {}
+    sized = False
+    comm_class = CLASSES.index(COMMUNICATION)
+    for pos in sorted(work.file_pos[work.cls == comm_class].tolist()):
+        op = work.ops[pos]
+        c = colls.setdefault(collective_name(op), [0, 0.0, 0])
+        c[0] += 1
+        c[1] += op.dur
+        if op.comm is not None and op.comm.in_nelems:
+            sized = True
+            c[2] += op.comm.in_nelems * _DTYPE_BYTES.get(op.comm.dtype.lower(), 4)
+    ranked = sorted(colls.items(), key=lambda kv: -kv[1][1])
+    return ([Collective(n, k, t, b if sized else None) for n, (k, t, b) in ranked],
+            sum(c[2] for c in colls.values()) if sized else None)

@@ -25,11 +25,16 @@ _LIBRARY = ("/site-packages/", "/dist-packages/", "/torch/", "<built-in", "/lib/
 
 def kernel_class(op: DeviceOp) -> str:
     """compute, communication (NCCL/RCCL kernels), memcpy or memset."""
-    if op.kind == "memcpy":
+    return class_of(op.name, op.kind)
+
+
+@functools.lru_cache(maxsize=4096)
+def class_of(name: str, kind: str) -> str:
+    if kind == "memcpy":
         return MEMCPY
-    if op.kind == "memset":
+    if kind == "memset":
         return MEMSET
-    if op.name.startswith(("nccl", "rccl")):
+    if name.startswith(("nccl", "rccl")):
         return COMMUNICATION
     return COMPUTE
 

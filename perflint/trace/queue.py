@@ -12,12 +12,13 @@ more operation had already been launched and was waiting: 1.0 means the CPU alwa
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
+
+import numpy as np
 
 from perflint.trace import intervals
 from perflint.trace.model import Trace
-from perflint.trace.timeline import device_work
+from perflint.trace.work import device_work
 
 QUEUE_LIMIT = 1024
 
@@ -39,68 +40,38 @@ class QueueFigures:
     lead_p90_us: float | None
 
 
-def queue_figures(trace: Trace, launches: dict[int, float], busy: intervals.Intervals,
-                  graph_launches: frozenset[int] = frozenset()) -> QueueFigures:
-    """`launches`: correlation -> start of the launch call; `busy`: union of device work;
-    `graph_launches`: correlations of cudaGraphLaunch calls, whose nodes are not counted in the queue
-    (as in HTA; the queue limit applies to individual launches) but do count as queued work for
-    queue_overlap."""
-    pending = []
-    per_stream: dict[int, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
-    counted = set()
-    leads = []
-    launched_at = launches.get
+def queue_figures(trace: Trace) -> QueueFigures:
+    """Operations launched by cudaGraphLaunch are not counted in the queue (as in HTA; the queue limit
+    applies to individual launches) but do count as queued work for queue_overlap."""
+    work = device_work(trace)
+    known = (work.stream >= 0) & ~np.isnan(work.launch)
+    ts, launched = work.ts[known], work.launch[known]
+    waiting_spans = ts > launched
+    waiting = intervals.total(intervals.intersect(
+        work.busy, intervals.union(launched[waiting_spans], ts[waiting_spans])))
     # In start order, the first operation seen of a launch is its earliest: the one the queue counts.
-    for _, ts, _, stream, corr, _, _, _ in device_work(trace):  # unpacking beats 5 attribute reads
-        if stream < 0:
-            continue
-        launched = launched_at(corr)
-        if launched is None:
-            continue
-        if ts > launched:
-            pending.append((launched, ts))
-        if corr in graph_launches or corr in counted:
-            continue
-        counted.add(corr)
-        launched_list, started_list = per_stream[stream]
-        launched_list.append(launched)
-        started_list.append(ts)
-        lead = ts - launched
-        leads.append(lead if lead > 0.0 else 0.0)
-    streams = [_stream_queue(s, *times) for s, times in sorted(per_stream.items())]
-    busy_us = intervals.total(busy)
-    waiting = intervals.total(intervals.intersect(busy, intervals.union(pending)))
-    leads.sort()
-    return QueueFigures(streams, waiting / busy_us if busy_us > 0 and leads else None,
-                        leads[len(leads) // 2] if leads else None,
-                        leads[min(len(leads) - 1, int(len(leads) * 0.9))] if leads else None)
+    counted = np.flatnonzero(known & ~work.graph)
+    counted = counted[np.unique(work.corr[counted], return_index=True)[1]]
+    counted.sort()
+    stream, ts, launched = work.stream[counted], work.ts[counted], work.launch[counted]
+    streams = [_stream_queue(int(s), launched[stream == s], ts[stream == s]) for s in np.unique(stream)]
+    leads = np.sort(np.maximum(ts - launched, 0.0))
+    n = len(leads)
+    busy_us = intervals.total(work.busy)
+    return QueueFigures(streams, waiting / busy_us if busy_us > 0 and n else None,
+                        float(leads[n // 2]) if n else None, float(leads[min(n - 1, int(n * 0.9))]) if n else None)
 
 
-def _stream_queue(stream: int, launched: list[float], started: list[float]) -> StreamQueue:
-    """Walks the stream's launch (+1) and start (-1) times in time order, a start before a launch at
-    equal times; two sorted lists merged here rather than one sort of (time, delta) tuples."""
-    launched.sort()
-    started.sort()
-    n = len(launched)
-    i = j = 0
-    length = peak = 0
-    area = full = 0.0
-    first = prev = started[0] if started[0] <= launched[0] else launched[0]
-    while i < n or j < n:
-        if j < n and (i == n or started[j] <= launched[i]):
-            ts = started[j]
-            j += 1
-            step = -1
-        else:
-            ts = launched[i]
-            i += 1
-            step = 1
-        area += length * (ts - prev)
-        if length >= QUEUE_LIMIT:
-            full += ts - prev
-        prev = ts
-        length += step
-        if length > peak:
-            peak = length
-    span = prev - first
-    return StreamQueue(stream, n, peak, area / span if span > 0 else 0.0, full)
+def _stream_queue(stream: int, launched: np.ndarray, started: np.ndarray) -> StreamQueue:
+    """The queue length over time: +1 at each launch, -1 at each start, a start before a launch at
+    equal times."""
+    times = np.concatenate((started, launched))
+    step = np.concatenate((-np.ones(len(started), dtype=np.int64), np.ones(len(launched), dtype=np.int64)))
+    order = np.lexsort((step, times))
+    times = times[order]
+    length = np.cumsum(step[order])
+    before, elapsed = length[:-1], np.diff(times)  # the length held during each interval between events
+    span = float(times[-1] - times[0])
+    return StreamQueue(stream, len(launched), max(int(length.max()), 0),
+                       float(np.sum(before * elapsed)) / span if span > 0 else 0.0,
+                       float(np.sum(elapsed[before >= QUEUE_LIMIT])))

@@ -17,20 +17,18 @@ Definitions (HTA 0.5.0 names in brackets):
 
 from __future__ import annotations
 
-import bisect
-import heapq
-import sys
-from collections import defaultdict
 from dataclasses import dataclass
-from operator import attrgetter
+
+import numpy as np
 
 from perflint.trace import intervals
 from perflint.trace.hostindex import by_thread, enclosing
-from perflint.trace.model import DeviceOp, Trace
+from perflint.trace.model import Trace
+from perflint.trace.work import Work, device_work
 
 KERNEL_WAIT_US = 30.0
 HOST_WAIT, KERNEL_WAIT, OTHER = "host wait", "kernel wait", "other"
-_START = attrgetter("ts")
+_CAUSES = (HOST_WAIT, KERNEL_WAIT, OTHER)
 
 
 @dataclass
@@ -64,83 +62,52 @@ class TimelineFigures:
     longest_gaps: list[IdleGap]
 
 
-def device_work(trace: Trace) -> list[DeviceOp]:
-    """Kernels, copies and memsets (not `cuda_sync` records) in start order, file order on ties;
-    sorted once per trace and shared by every figure that sweeps the device timeline."""
-    work = trace.cache.get("work")
-    if work is None:
-        work = trace.cache["work"] = sorted((d for d in trace.device if d.kind != "sync"), key=_START)
-    return work
-
-
-def timeline_figures(trace: Trace, t0: float, launch_ts: dict[int, float], busy: intervals.Intervals,
-                     compute_us: float, n_gaps: int = 5) -> TimelineFigures:
-    """`busy`: union of device work (kernels, copies, memsets); `compute_us`: length of the union of
-    compute kernels (from the kernel figures)."""
+def timeline_figures(trace: Trace, t0: float, compute_us: float, n_gaps: int = 5) -> TimelineFigures:
+    """`compute_us`: length of the union of compute kernels (from the kernel figures)."""
     work = device_work(trace)
+    busy = work.busy
     busy_us = intervals.total(busy)
-    span = busy[-1][1] - busy[0][0] if busy else 0.0
-    split = {HOST_WAIT: 0.0, KERNEL_WAIT: 0.0, OTHER: 0.0}
-    classified = _gap_causes(work, intervals.gaps(busy), launch_ts)
-    for start, end, cause in classified:
-        split[cause] += end - start
-    longest = heapq.nsmallest(n_gaps, classified, key=lambda g: g[0] - g[1])  # = sorted(...)[:n_gaps]
-    ops_during = _ops_during(trace, [(s, e) for s, e, _ in longest])
+    span = float(busy.ends[-1] - busy.starts[0]) if len(busy.starts) else 0.0
+    starts, ends = intervals.gaps(busy)
+    causes = _gap_causes(work, starts, ends)
+    split = np.bincount(causes, weights=ends - starts, minlength=3)
+    longest = np.argsort(starts - ends, kind="stable")[:n_gaps]  # longest first, earliest on ties
+    chosen = [(float(starts[k]), float(ends[k]), _CAUSES[causes[k]]) for k in longest]
+    ops_during = _ops_during(trace, [(s, e) for s, e, _ in chosen])
     return TimelineFigures(
         span_us=span, busy_us=busy_us, idle_us=span - busy_us, utilisation=busy_us / span if span > 0 else None,
         compute_us=compute_us, non_compute_us=busy_us - compute_us,
-        host_wait_us=split[HOST_WAIT], kernel_wait_us=split[KERNEL_WAIT], other_us=split[OTHER],
-        streams=stream_idle(work, launch_ts),
-        longest_gaps=[IdleGap(s - t0, e - s, c, names) for (s, e, c), names in zip(longest, ops_during)],
+        host_wait_us=float(split[0]), kernel_wait_us=float(split[1]), other_us=float(split[2]),
+        streams=stream_idle(work),
+        longest_gaps=[IdleGap(s - t0, e - s, c, names) for (s, e, c), names in zip(chosen, ops_during)],
     )
 
 
-def _gap_causes(work: list[DeviceOp], gaps: intervals.Intervals,
-                launch_ts: dict[int, float]) -> list[tuple[float, float, str]]:
-    """(start, end, cause) per idle gap, judged by the earliest launch of the operations starting at
-    its end (one loop rather than a call per gap: a busy trace has tens of thousands of gaps)."""
-    starts = [d.ts for d in work]
-    n = len(work)
-    launched_at = launch_ts.get
-    bisect_left = bisect.bisect_left
-    out = []
-    for start, end in gaps:
-        k = bisect_left(starts, end)
-        earliest = None
-        while k < n and starts[k] == end:
-            t = launched_at(work[k].correlation)
-            if t is not None and (earliest is None or t < earliest):
-                earliest = t
-            k += 1
-        if earliest is not None and earliest > start:
-            out.append((start, end, HOST_WAIT))
-        else:
-            out.append((start, end, KERNEL_WAIT if end - start < KERNEL_WAIT_US else OTHER))
-    return out
+def _gap_causes(work: Work, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The cause (index into _CAUSES) of each idle gap, judged by the earliest launch of the operations
+    starting at its end (an idle gap always ends where some operation starts)."""
+    if not len(starts):
+        return np.empty(0, dtype=np.intp)
+    ts = work.ts
+    group_start = np.flatnonzero(np.concatenate(([True], ts[1:] != ts[:-1])))  # operations starting together
+    earliest_in_group = np.minimum.reduceat(np.where(np.isnan(work.launch), np.inf, work.launch), group_start)
+    group = np.searchsorted(group_start, np.searchsorted(ts, ends), side="right") - 1
+    earliest = earliest_in_group[group]
+    host = np.isfinite(earliest) & (earliest > starts)
+    return np.where(host, 0, np.where(ends - starts < KERNEL_WAIT_US, 1, 2))
 
 
-def stream_idle(work: list[DeviceOp], launch_ts: dict[int, float]) -> list[StreamIdle]:
-    """HTA's per-stream idle breakdown (see module docstring); `work` is sorted by start."""
-    by_stream: dict[int, list[DeviceOp]] = defaultdict(list)
-    for d in work:
-        by_stream[d.stream].append(d)
-    launched_at = launch_ts.get
-    rows = []
-    for stream, ops in sorted(by_stream.items()):
-        host = kernel = other = 0.0
-        prev_end = ops[0].ts + ops[0].dur
-        for _, ts, dur, _, corr, _, _, _ in ops[1:]:
-            gap = ts - prev_end
-            launched = launched_at(corr)
-            if launched is not None and launched > prev_end:
-                host += gap
-            elif gap < KERNEL_WAIT_US:
-                kernel += gap
-            else:
-                other += gap
-            prev_end = ts + dur
-        rows.append(StreamIdle(stream, host, kernel, other))
-    return rows
+def stream_idle(work: Work) -> list[StreamIdle]:
+    """HTA's per-stream idle breakdown (see module docstring)."""
+    order = np.argsort(work.stream, kind="stable")  # by stream, start order within
+    stream, ts, end, launch = work.stream[order], work.ts[order], work.end[order], work.launch[order]
+    same = stream[1:] == stream[:-1]  # pairs of consecutive operations on one stream
+    gap = ts[1:] - end[:-1]
+    cause = np.where(launch[1:] > end[:-1], 0, np.where(gap < KERNEL_WAIT_US, 1, 2))  # NaN > x is False
+    streams, first = np.unique(stream, return_index=True)
+    group = np.searchsorted(first, np.arange(1, len(stream)), side="right") - 1  # stream of each pair
+    cells = np.bincount(group[same] * 3 + cause[same], weights=gap[same], minlength=3 * len(streams))
+    return [StreamIdle(int(s), *map(float, cells[3 * k: 3 * k + 3])) for k, s in enumerate(streams)]
 
 
 def _ops_during(trace: Trace, gaps: list[tuple[float, float]], per_gap: int = 3) -> list[list[str]]:
@@ -152,11 +119,8 @@ def _ops_during(trace: Trace, gaps: list[tuple[float, float]], per_gap: int = 3)
     result = []
     for k, (s, e) in enumerate(gaps):
         hits = [op for chain in around[k * len(threads):(k + 1) * len(threads)] for op in chain]
-        for ops in threads.values():
-            i = bisect.bisect_left(ops, s, key=_START) if _HAS_KEY else _bisect(ops, s)
-            while i < len(ops) and ops[i].ts < e:
-                hits.append(ops[i])
-                i += 1
+        for thread in threads.values():
+            hits += thread.started_between(s, e)
         ranked = sorted((op for op in hits if op.kind == "op"),
                         key=lambda op: (-(min(op.ts + op.dur, e) - max(op.ts, s)), op.dur))
         names: list[str] = []
@@ -167,17 +131,3 @@ def _ops_during(trace: Trace, gaps: list[tuple[float, float]], per_gap: int = 3)
                 break
         result.append(names)
     return result
-
-
-_HAS_KEY = sys.version_info >= (3, 10)
-
-
-def _bisect(ops, ts):  # pragma: no cover - only before Python 3.10
-    lo, hi = 0, len(ops)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ops[mid].ts < ts:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
