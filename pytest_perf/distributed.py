@@ -376,6 +376,6 @@ def single_rank_group(backend: str = "gloo"):
             dist.distributed_c10d._get_default_group().shutdown()
         finally:
             dist.destroy_process_group()
-        # Known torch issue seen here: when DDP's reducer later releases the group, ProcessGroupGloo's
-        # destructor can hang joining its threads (about 1 run in 6 under the profiler). The shutdown
-        # above does not prevent it; tests/pairs.py measures such code in a child process.
+        # Known torch issue (docs/distributed.md): when DDP's reducer later releases the group,
+        # ProcessGroupGloo's destructor can deadlock joining a worker that needs the GIL. The shutdown
+        # above does not prevent it; keeping the DDP module alive does (tests/pairs.py).

@@ -59,10 +59,12 @@ def measure_pair(directory: Path, metric: str = "") -> tuple[dict, dict, object,
     return anti_metrics, opt_metrics, anti_result, opt_result
 
 
-# Pairs that run DDP on a one-rank gloo group. Tearing such a group down occasionally deadlocks inside
-# torch (ProcessGroupGloo's destructor joins its threads while DDP's reducer releases it holding the GIL;
-# seen about 1 run in 6 under the profiler), so the test measures them in a child process that exits
-# with os._exit once it has printed its figures, under a timeout, with one retry.
+# Pairs that run DDP on a one-rank gloo group. Tearing such a group down can deadlock inside torch: gloo
+# work launched under the recorder's TorchFunctionMode keeps that Python object in its thread-local
+# state, the gloo worker thread needs the GIL to release it, and DDP's reducer destroys the group (joining
+# that thread) while holding the GIL (stacks seen with py-spy; about 1 run in 10). So the test measures
+# them in a child process that keeps every DDP module alive (their reducers never release a group) and
+# exits with os._exit once it has printed its figures, under a timeout, with one retry.
 ISOLATED = ("PFL701", "PFL702", "PFL703")
 _CHILD = """
 import json, os, sys
@@ -70,12 +72,14 @@ from pathlib import Path
 sys.path.insert(0, {root!r})
 from tests.pairs import measure_pair
 import torch
+from torch.nn.parallel import DistributedDataParallel
+kept, init = [], DistributedDataParallel.__init__
+DistributedDataParallel.__init__ = lambda self, *a, **k: (init(self, *a, **k), kept.append(self))[0]
 a, o, ar, orr = measure_pair(Path({directory!r}), {metric!r})
 plain = lambda r: r.tolist() if isinstance(r, torch.Tensor) else r
 print(json.dumps([a, o, plain(ar), plain(orr)]), flush=True)
 os._exit(0)
 """
-
 
 def measure_pair_isolated(directory: Path, metric: str = "", timeout: float = 60,
                           tries: int = 2) -> tuple[dict, dict, object, object]:
