@@ -1,7 +1,7 @@
 """Benchmark: `perflint trace`'s load + full analysis versus HTA 0.5.0's TraceAnalysis load, same file,
 same run, each measurement in a fresh subprocess (alternating, so machine load hits both alike).
 
-    pip install 'torch-perflint[trace]'           # msgspec (typed fast reader) and orjson
+    pip install 'torch-perflint[trace]'           # numpy, msgspec (typed fast reader), orjson, isal
     pip install 'HolisticTraceAnalysis==0.5.0'   # benchmark only: pulls in pandas, jupyterlab, ...
     python benchmarks/bench_trace_vs_hta.py [TRACE] [--runs 5]
 
@@ -68,15 +68,16 @@ def run(tool: str, target: str, traced: bool = False) -> dict:
 
 
 def _parser_name() -> str:
-    """The reader perflint uses for a file of this size: msgspec's typed decoder, else orjson, else json."""
-    from perflint.trace import jsontext, typed
+    """The reader perflint uses: msgspec's typed decoder, else orjson, else json; and the gzip inflater."""
+    from perflint.trace import jsontext, load, typed
 
+    inflater = "isal" if load._isal is not None else "zlib"
     if typed._DECODER is not None:
         import msgspec
-        return f"msgspec {msgspec.__version__} (typed)"
+        return f"msgspec {msgspec.__version__} (typed), {inflater}"
     if jsontext._orjson is not None:
-        return "orjson (msgspec not installed)"
-    return "json (neither msgspec nor orjson installed)"
+        return f"orjson (msgspec not installed), {inflater}"
+    return f"json (neither msgspec nor orjson installed), {inflater}"
 
 
 def main() -> int:

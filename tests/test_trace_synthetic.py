@@ -246,7 +246,10 @@ def test_readers_agree(tmp_path, monkeypatch, stream, reader):
     assert metrics(trace) == EXPECTED and (trace.rank, trace.world_size, trace.device_name) == (0, 1, "Test GPU")
 
 
-def test_streaming_handles_metadata_after_events_and_small_chunks(tmp_path, monkeypatch):
+@pytest.mark.parametrize("reader", ["orjson", "json"])
+def test_streaming_handles_metadata_after_events_and_small_chunks(tmp_path, monkeypatch, reader):
+    """The dict reader's event-by-event streaming (files over STREAM_THRESHOLD without msgspec)."""
+    _use_reader(monkeypatch, reader)
     doc = kineto_trace()
     reordered = {"traceEvents": doc["traceEvents"], "distributedInfo": {"rank": 3}, "x": [1, {"y": "}"}]}
     monkeypatch.setattr(jsontext, "_CHUNK", 7)  # events split across many reads
@@ -293,31 +296,33 @@ def test_typed_reader_falls_back_on_unexpected_types(tmp_path, monkeypatch, odd)
     assert fast == load_trace(path)
 
 
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
 @pytest.mark.parametrize("indent", [2, None], ids=["kineto_layout", "one_line"])
-def test_typed_reader_cuts_between_events(tmp_path, monkeypatch, indent):
-    """The typed reader decodes a few MB at a time, cut between events, with metadata before and after
-    the events; after a cut inside an event ("},{" in its args) it decodes the rest at once, unless that
-    exceeds TYPED_LIMIT (too many structs at once): then the dict reader reads the file."""
+def test_typed_reader_cuts_between_events(tmp_path, monkeypatch, indent, gz):
+    """The typed reader decodes the text as it is read (here a few bytes at a time), PIECE bytes at a
+    time, cut between events, with metadata before and after the events; after a cut inside an event
+    ("},{" in its args) it decodes the rest at once, unless that exceeds TYPED_LIMIT (too many structs
+    at once): then the dict reader reads the file."""
     if typed._DECODER is None:
         pytest.skip("msgspec is not installed")
     monkeypatch.setattr(typed, "PIECE", 64)
-    whole = []
-    real = typed.decode
-    monkeypatch.setattr(typed, "decode", lambda raw: whole.append(1) or real(raw))
-    doc = kineto_trace()
-    meta_after = {"distributedInfo": {"rank": 5}, "traceEvents": doc["traceEvents"], "deviceProperties":
-                  [{"name": "Test GPU"}, {"name": "other"}]}
-    trace = load_trace(_write(tmp_path, "t.json", json.dumps(meta_after, indent=indent)))
-    assert metrics(trace) == EXPECTED and (trace.rank, trace.device_name) == (5, "Test GPU") and whole == []
-    assert metrics(load_trace(_write(tmp_path, "list.json", json.dumps(doc["traceEvents"], indent=indent)))) \
-        == EXPECTED and whole == []
-    doc["traceEvents"][2]["args"]["nested"] = [{"a": 1}, {"b": 2}] * 20
-    nested = _write(tmp_path, "nested.json", json.dumps(doc, indent=indent))
-    assert metrics(load_trace(nested)) == EXPECTED and whole == []  # the rest after the bad cut at once
-    monkeypatch.setattr(typed, "TYPED_LIMIT", 100)
+    monkeypatch.setattr(load_module, "TEXT_CHUNK", 7)
+    monkeypatch.setattr(load_module, "GZIP_CHUNK", 3)
     general = []
     monkeypatch.setattr(load_module, "_from_bytes", lambda raw, p: general.append(p) or real_from_bytes(raw, p))
-    assert metrics(load_trace(nested)) == EXPECTED and whole == [] and len(general) == 1
+    name = "t.json.gz" if gz else "t.json"
+    doc = kineto_trace()
+    meta_after = {"distributedInfo": {"rank": 5}, "traceEvents": doc["traceEvents"], "deviceProperties":
+                  [{"name": "Test GPU"}, {"name": "other"}], "after": [{"x": "},{"}]}
+    trace = load_trace(_write(tmp_path, name, json.dumps(meta_after, indent=indent)))
+    assert metrics(trace) == EXPECTED and (trace.rank, trace.device_name) == (5, "Test GPU") and general == []
+    assert metrics(load_trace(_write(tmp_path, "list" + name, json.dumps(doc["traceEvents"], indent=indent)))) \
+        == EXPECTED and general == []
+    doc["traceEvents"][2]["args"]["nested"] = [{"a": 1}, {"b": 2}] * 20
+    nested = _write(tmp_path, "nested" + name, json.dumps(doc, indent=indent))
+    assert metrics(load_trace(nested)) == EXPECTED and general == []  # the rest after the bad cut at once
+    monkeypatch.setattr(typed, "TYPED_LIMIT", 100)
+    assert metrics(load_trace(nested)) == EXPECTED and len(general) == 1
 
 
 real_from_bytes = load_module._from_bytes
@@ -483,3 +488,11 @@ def test_package_imports_without_torch():
     code = ("import sys, perflint.trace, perflint.trace.cli, perflint.trace.ranks; "
             "assert 'torch' not in sys.modules")
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1]).returncode == 0
+
+
+def test_unreadable_path_names_the_os_error(tmp_path):
+    with pytest.raises(TraceError) as missing:
+        load_trace(tmp_path / "missing.json.gz")
+    with pytest.raises(TraceError) as folder:
+        load_trace(tmp_path)
+    assert missing.value.reason == "No such file or directory" and folder.value.reason == "Is a directory"

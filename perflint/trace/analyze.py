@@ -16,7 +16,7 @@ from perflint.trace.hostindex import top_level_ops
 from perflint.trace.kernels import KernelFigures, kernel_figures
 from perflint.trace.load import gc_paused, load_trace
 from perflint.trace.model import Trace
-from perflint.trace.names import COMPUTE
+from perflint.trace.names import COMPUTE, host_names
 from perflint.trace.queue import QueueFigures, queue_figures
 from perflint.trace.steps import Step, find_steps, parse_range, select
 from perflint.trace.syncs import SyncEvent, sync_figures
@@ -25,7 +25,7 @@ from perflint.trace.transfers import TransferFigures, transfer_figures
 
 METRICS = tuple(k.metric for k in KEYS.values())
 _COLLECTIVE_ANNOTATIONS = ("gloo:", "nccl:", "mpi:", "ucc:")
-_NAME, _TS = itemgetter(0), itemgetter(1)  # HostOp, RuntimeCall and DeviceOp start with name, ts
+_TS = itemgetter(1)  # HostOp, RuntimeCall and DeviceOp: the start time
 
 
 @dataclass
@@ -83,7 +83,7 @@ def _analyze(trace: Trace, steps: StepRange) -> Figures:
 def _host_collectives(trace: Trace) -> int:
     """Collective calls seen on the host, each once: the calling thread's c10d:: ops (the event table's
     "collectives" rows, as the pytest plugin counts them), else the gloo:/nccl: worker annotations."""
-    names = set(map(_NAME, trace.host_ops))  # test each distinct name once; most traces have none
+    names = host_names(trace)  # test each distinct name once; most traces have none
     ops = {n for n in names if _is_collective_op(n)}
     calls = sum(1 for h in trace.host_ops if h.name in ops and h.kind == "op") if ops else 0
     if calls:

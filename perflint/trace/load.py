@@ -1,12 +1,12 @@
 """Read a PyTorch profiler / Kineto Chrome-trace file (plain or gzipped JSON) into a `Trace`.
 
-Files whose JSON text is below `STREAM_THRESHOLD` are decompressed in memory. With msgspec installed the
-text is decoded a few MB at a time straight into typed structs of the few fields we read (`typed`,
-`_normalize_typed`), or whole (up to `typed.TYPED_LIMIT`) when it does not cut cleanly; a file
-that does not fit that schema, or any file without msgspec, is parsed a few MB at a time into dicts
-(see `jsontext`, orjson when installed). Larger files are streamed event by event, so a 1 GB trace never
-exists as Python objects all at once. Each event becomes a compact tuple (`_normalize`), whatever the
-schema. Every failure becomes one `TraceError` naming the file.
+With msgspec installed (the fast path) the file is read and inflated a few KB at a time and its events
+decoded 64 KB of text at a time straight into typed structs of the few fields we read (`typed`,
+`_normalize_typed`): whatever the file's size, neither its text nor its events ever exist whole. A file
+that does not fit that schema, or any file without msgspec, goes to the dict readers of `jsontext`
+(orjson when installed): in memory, a few MB at a time, below `STREAM_THRESHOLD` of JSON text, streamed
+event by event above it. Each event becomes a compact tuple, whatever the schema. Every failure becomes
+one `TraceError` naming the file.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import os
 import re
 import zlib
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from perflint.trace import jsontext, typed
 from perflint.trace.model import CommInfo, DeviceOp, HostOp, RuntimeCall, Trace, TraceError
@@ -28,9 +28,11 @@ try:  # optional speed-up (pip install torch-perflint[trace]): ISA-L inflates tw
     from isal import isal_zlib as _isal
 except ImportError:  # pragma: no cover - exercised by monkeypatching in the tests
     _isal = None
-_CORRUPT_GZIP = (EOFError, OSError, zlib.error) + ((_isal.error,) if _isal is not None else ())
+_CORRUPT_GZIP = (EOFError, zlib.error, gzip.BadGzipFile) + ((_isal.error,) if _isal is not None else ())
 
-STREAM_THRESHOLD = 256 * 2**20  # bytes of JSON text above which the file is streamed
+STREAM_THRESHOLD = 256 * 2**20  # bytes of JSON text above which the dict reader streams the file
+TEXT_CHUNK = 64 << 10  # bytes of plain JSON read at a time by the typed reader
+GZIP_CHUNK = 4 << 10  # bytes of gzip inflated at a time by the typed reader
 
 
 # Both schemas: current Kineto categories and the 2021 legacy ones.
@@ -46,37 +48,34 @@ _STREAM_TID = re.compile(r"(-?\d+)\s*$")
 def load_trace(source: str | os.PathLike | Mapping | list, *, stream: bool | None = None) -> Trace:
     """A `Trace` from a file path or an already parsed trace (dict with "traceEvents", or a list of events).
 
-    stream=None picks streaming for files whose JSON text exceeds STREAM_THRESHOLD; True/False force it."""
+    With msgspec the file is read by the typed reader, streamed. Otherwise, or when the file does not fit
+    its schema, by the dict readers: stream=None picks their event-by-event streaming for files whose
+    JSON text exceeds STREAM_THRESHOLD; True/False force it."""
     if isinstance(source, (Mapping, list)):
         with gc_paused():
             return _from_document(source, "<trace>")
     path = str(source)
     try:
-        with open(path, "rb") as f:
-            head = f.read(2)
-            gzipped = head == b"\x1f\x8b"
+        with open(path, "rb") as f, gc_paused():
+            gzipped = f.read(2) == b"\x1f\x8b"
+            f.seek(0)
+            trace = _from_typed(f, gzipped, path)
+            if trace is not None:
+                return trace
             if stream is None:
                 stream = _text_size(f, gzipped) > STREAM_THRESHOLD
+            f.seek(0)
             if stream:
-                f.seek(0)
                 meta: dict[str, Any] = {}
-                with gc_paused():
-                    trace = _normalize(jsontext.stream_events(f, gzipped, path, meta), path)
+                trace = _normalize(jsontext.stream_events(f, gzipped, path, meta), path)
                 _apply_metadata(trace, meta)
                 return trace
-            f.seek(0)
-            raw = f.read()
-    except TraceError:
-        raise
+            raw = _gunzip(f.read()) if gzipped else f.read()
+            return _from_bytes(raw, path)
+    except _CORRUPT_GZIP as exc:
+        raise TraceError(path, f"truncated or corrupt gzip ({exc})") from None
     except OSError as exc:
         raise TraceError(path, exc.strerror or str(exc)) from None
-    if gzipped:
-        try:
-            raw = _gunzip(raw)
-        except _CORRUPT_GZIP as exc:
-            raise TraceError(path, f"truncated or corrupt gzip ({exc})") from None
-    with gc_paused():
-        return _from_typed(raw, path) or _from_bytes(raw, path)
 
 
 @contextlib.contextmanager
@@ -118,20 +117,43 @@ def _text_size(f: io.BufferedReader, gzipped: bool) -> int:
     return size
 
 
-def _from_typed(raw: bytes, path: str) -> Trace | None:
-    """The fast path (msgspec): piecewise (`typed.pieces`), else the whole document at once up to
-    `typed.TYPED_LIMIT`; None when msgspec is missing or the text does not fit the typed schema."""
+def _from_typed(f: io.BufferedReader, gzipped: bool, path: str) -> Trace | None:
+    """The fast path (msgspec, `typed.pieces`); None when msgspec is missing or the text does not fit
+    the typed schema."""
     meta: dict[str, Any] = {}
     try:
-        trace = _normalize_typed(typed.pieces(raw, meta), path)
+        trace = _normalize_typed(typed.pieces(_text_chunks(f, gzipped), meta), path)
     except typed.Misfit:
-        decoded = typed.decode(raw) if len(raw) <= typed.TYPED_LIMIT else None
-        if decoded is None:
-            return None
-        events, meta = decoded
-        trace = _normalize_typed([events], path)
+        return None
     _apply_metadata(trace, meta)
     return trace
+
+
+def _text_chunks(f: io.BufferedReader, gzipped: bool) -> Iterator[bytes]:
+    """The file's JSON text a few KB at a time: gzip is inflated as it is read, every member, each
+    member's CRC checked by the inflater. Small chunks reuse the same memory; inflating the whole
+    text at once cost a page fault per 4 KB of it."""
+    if not gzipped:
+        while block := f.read(TEXT_CHUNK):
+            yield block
+        return
+    inflater = _isal or zlib
+    member = inflater.decompressobj(31)
+    while block := f.read(1 << 20):
+        view = memoryview(block)
+        for start in range(0, len(view), GZIP_CHUNK):  # 4 KB of gzip: ~50-100 KB of trace JSON
+            data = view[start: start + GZIP_CHUNK]
+            while data:
+                if member.eof:  # another member follows (`cat a.gz b.gz`), or zero padding
+                    if not bytes(data).strip(b"\0"):
+                        break
+                    member = inflater.decompressobj(31)
+                text = member.decompress(data)
+                if text:
+                    yield text
+                data = member.unused_data if member.eof else b""
+    if not member.eof:
+        raise EOFError("the file ends inside the gzip stream")
 
 
 def _from_bytes(raw: bytes, path: str) -> Trace:

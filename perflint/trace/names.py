@@ -66,6 +66,14 @@ def launch_calls(trace: Trace) -> list[RuntimeCall]:
 _NAME = operator.itemgetter(0)
 
 
+def host_names(trace: Trace) -> set[str]:
+    """The distinct names of the host events: questions about names are asked of these, once each."""
+    found = trace.cache.get("host_names")
+    if found is None:
+        found = trace.cache["host_names"] = set(map(_NAME, trace.host_ops))
+    return found
+
+
 @functools.lru_cache(maxsize=4096)
 def is_sync_call(name: str) -> bool:
     """A host call that blocks until device work is done (cuda*/hip*Synchronize, synchronous memcpy)."""

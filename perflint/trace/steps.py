@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from operator import itemgetter
+from operator import attrgetter
 
 from perflint.trace.model import Trace
-from perflint.trace.names import launch_calls
+from perflint.trace.names import host_names, launch_calls
 
 _STEP = re.compile(r"ProfilerStep\s*#\s*(\d+)")
-_NAME = itemgetter(0)
+_CORRELATION = attrgetter("correlation")
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,9 @@ def parse_range(text: str) -> tuple[int | None, int | None]:
 def find_steps(trace: Trace) -> list[Step]:
     """The trace's steps in time order, with their windows and how many launches lack device work."""
     marks = {}
-    step_names = {n for n in set(map(_NAME, trace.host_ops)) if n.startswith("ProfilerStep")}
-    for op in trace.host_ops if step_names else ():  # each distinct name is tested once, above
-        if op.name in step_names and op.kind != "python":
+    step_names = {n for n in host_names(trace) if n.startswith("ProfilerStep")}  # each distinct name once
+    for op in [op for op in trace.host_ops if op.name in step_names] if step_names else ():
+        if op.kind != "python":
             m = _STEP.match(op.name)
             if m and int(m.group(1)) not in marks:
                 marks[int(m.group(1))] = (op.ts, op.ts + op.dur)
@@ -67,13 +67,12 @@ def find_steps(trace: Trace) -> list[Step]:
         windows.append((number, start, ordered[k + 1][1][0] if k + 1 < len(ordered) else end))
     if not windows:
         return []
-    recorded = {d.correlation for d in trace.device}
+    recorded = set(map(_CORRELATION, trace.device))
     missing = [0] * len(windows)
-    for call in launch_calls(trace):
-        if call.correlation not in recorded:
-            k = _window_index(windows, call.ts)
-            if k is not None:
-                missing[k] += 1
+    for ts in [call.ts for call in launch_calls(trace) if call.correlation not in recorded]:
+        k = _window_index(windows, ts)
+        if k is not None:
+            missing[k] += 1
     return [Step(n, s, e, missing[k]) for k, (n, s, e) in enumerate(windows)]
 
 

@@ -64,10 +64,11 @@ def sync_figures(trace: Trace, t0: float) -> list[SyncEvent]:
         rule = _rule(ops) or _copy_rule(copies.get(call.tid, []), inner, call.ts) or default
         events.append(SyncEvent(label, call.ts - t0, call.dur, inner.name if inner else None,
                                 ops[0].name if ops else None, _source(chain), rule))
+    waits = [d for d in trace.device if d.kind == "sync"]
     counted = {c.correlation for c, _, _ in calls}
-    runtime_ids = {c.correlation for c in trace.runtime}
-    for d in trace.device:
-        if d.kind == "sync" and d.correlation not in counted and d.correlation not in runtime_ids:
+    runtime_ids = {c.correlation for c in trace.runtime} if waits else set()
+    for d in waits:
+        if d.correlation not in counted and d.correlation not in runtime_ids:
             events.append(SyncEvent(f"cuda_sync {d.name}", d.ts - t0, d.dur, None, None, None, sync_rule(
                 "cudaDeviceSynchronize")))
     events.sort(key=lambda s: s.at_us)

@@ -4,14 +4,13 @@ Python object, which makes this about three times faster than parsing every even
 
 The types are those Kineto writes; an event that does not fit (a string timestamp, an `args` that is
 not an object, a non-object event, a missing or unknown "ph", invalid UTF-8) makes `pieces` raise
-`Misfit` and `decode` return None, and the caller falls back to the general readers of `jsontext`,
-which accept anything.
+`Misfit`, and the caller falls back to the general readers of `jsontext`, which accept anything.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterable, Iterator, Optional, Union
 
 try:  # optional speed-up: pip install torch-perflint[trace]
     import msgspec
@@ -70,20 +69,21 @@ if msgspec is not None:  # gc=False: the structs hold no containers, the cyclic 
         distributedInfo: Any = None
         deviceProperties: Any = None
 
-    _DECODER = msgspec.json.Decoder(Union[Document, list[Event]])
+    _DECODER = msgspec.json.Decoder(Document)
     _EVENTS = msgspec.json.Decoder(list[Event])
     _METADATA = msgspec.json.Decoder(Metadata)
     NO_ARGS = Args()
 else:  # pragma: no cover
     _DECODER = _EVENTS = _METADATA = NO_ARGS = XEvent = INSTANTS = None
 
-PIECE = 128 << 10  # bytes of JSON decoded at a time: the structs of one piece fit in the CPU cache and in
-# memory freed by the previous piece (4 MB pieces page-faulted 5x more, 1.5x slower in a fresh process)
-# Decoding text whole holds every event's struct at once, about 1.6x the text (plus the text): above this
-# size that would need more than the dict reader needs at load.STREAM_THRESHOLD (text + compact trace).
+PIECE = 64 << 10  # bytes of JSON decoded at a time: one piece's structs fit in the CPU cache and in the
+# memory the previous piece's structs freed (4 MB pieces page-faulted 5x more, 1.5x slower in a fresh process)
+HEAD_LIMIT = 1 << 20  # the "traceEvents" key must appear within this many bytes
+# After a cut inside an event the rest is decoded at once, as structs all alive together (about 1.6x its
+# text): above this size the dict reader reads the file instead.
 TYPED_LIMIT = 128 * 2**20
-_EVENTS_KEY = re.compile(rb'^\s*\{.*?"traceEvents"\s*:\s*\[', re.DOTALL)
-_LIST = re.compile(rb"^\s*\[")
+_OBJECT, _LIST = re.compile(rb"\s*\{"), re.compile(rb"\s*\[")
+_EVENTS_KEY = re.compile(rb'\s*\{.*?"traceEvents"\s*:\s*\[', re.DOTALL)
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 
 
@@ -91,64 +91,68 @@ class Misfit(Exception):
     """The text does not fit the schema or does not cut cleanly between events."""
 
 
-def decode(raw: bytes) -> tuple[list, dict[str, Any]] | None:
-    """(events, metadata) of a whole JSON document, or None when msgspec is not installed or the text
-    does not fit the schema (the general readers then handle it, errors included)."""
+def pieces(chunks: Iterable[bytes], meta: dict[str, Any]) -> Iterator[list]:
+    """The traceEvents array decoded PIECE bytes at a time, cut between two events, as the JSON text
+    arrives in `chunks`: the whole text never exists at once, nor do the structs of more than one piece.
+    `distributedInfo` and `deviceProperties` go to `meta`. After a cut that lands inside an event ("},{"
+    within its args) the rest is decoded at once. Raises `Misfit`, possibly after yielding some pieces,
+    when msgspec is not installed, the text does not fit the schema, or that rest exceeds TYPED_LIMIT.
+    Errors of the chunks themselves (a corrupt gzip stream) propagate."""
     if _DECODER is None:
-        return None
+        raise Misfit
+    chunks = iter(chunks)
     try:
-        doc = _DECODER.decode(raw)
+        buf, pos, listed = _head(chunks, meta)
+        for chunk in chunks:
+            buf = buf[pos:] + chunk
+            pos = 0
+            while (cut := _BOUNDARY.search(buf, pos + PIECE)) is not None:
+                try:
+                    events = _EVENTS.decode(b"[" + buf[pos: cut.start() + 1] + b"]")
+                except msgspec.DecodeError:  # cut inside an event, or past the array's end
+                    yield _rest(buf[pos:], chunks, listed, meta)
+                    return
+                yield events
+                pos = cut.end() - 1
+        yield _rest(buf[pos:], (), listed, meta)
     except (msgspec.DecodeError, ValueError, RecursionError):  # ValidationError is a DecodeError;
-        # invalid UTF-8 raises UnicodeDecodeError (a ValueError)
-        return None
-    if isinstance(doc, list):
-        return doc, {}
-    return doc.traceEvents, {"distributedInfo": doc.distributedInfo, "deviceProperties": doc.deviceProperties}
+        raise Misfit from None  # invalid UTF-8 raises UnicodeDecodeError (a ValueError)
 
 
-def pieces(raw: bytes, meta: dict[str, Any]) -> Iterator[list]:
-    """The traceEvents array decoded PIECE bytes at a time, cut between two events, so that the structs of
-    one piece exist at a time (less memory, and the same memory reused: a third of the whole-document
-    decode's time went to page faults); `distributedInfo` and `deviceProperties` go to `meta`. After a
-    cut that lands inside an event ("},{" within its args), the rest is decoded at once. Raises `Misfit`,
-    possibly after yielding some pieces, when msgspec is not installed, the text does not fit the
-    schema, or that rest exceeds TYPED_LIMIT."""
-    if _DECODER is None:
-        raise Misfit
-    try:
-        m = _EVENTS_KEY.match(raw, 0, 1 << 20)
-        listed = m is None  # a bare list of events rather than {"traceEvents": [...], ...}
+def _head(chunks: Iterator[bytes], meta: dict[str, Any]) -> tuple[bytes, int, bool]:
+    """Reads up to the opening bracket of the events: (text so far, position after the bracket, whether
+    the document is a bare list of events rather than {"traceEvents": [...], ...})."""
+    buf = b""
+    for chunk in chunks:
+        buf += chunk
+        listed = _LIST.match(buf)
         if listed:
-            m = _LIST.match(raw)
-            if m is None:
-                raise Misfit
-        else:
-            head = raw[: m.start() + m.group(0).rindex(b'"traceEvents"')].rstrip().rstrip(b",")
+            return buf, listed.end(), True
+        if not _OBJECT.match(buf) and buf.strip():
+            break
+        m = _EVENTS_KEY.match(buf, 0, HEAD_LIMIT)
+        if m:
+            head = buf[: m.start() + m.group(0).rindex(b'"traceEvents"')].rstrip().rstrip(b",")
             _add_metadata(meta, _METADATA.decode(head + b"}"))
-        pos = m.end()
-        while True:
-            cut = _BOUNDARY.search(raw, pos + PIECE)
-            if cut is None:
-                break
-            try:
-                events = _EVENTS.decode(b"[" + raw[pos: cut.start() + 1] + b"]")
-            except msgspec.DecodeError:  # cut inside an event, or past the array's end: the rest at once
-                break
-            yield events
-            pos = cut.end() - 1
-        yield _rest(raw, pos, listed, meta)
-    except (msgspec.DecodeError, ValueError, RecursionError):
-        raise Misfit from None
+            return buf, m.end(), False
+        if len(buf) > HEAD_LIMIT:
+            break
+    raise Misfit
 
 
-def _rest(raw: bytes, pos: int, listed: bool, meta: dict[str, Any]) -> list:
-    """The events from `pos` to the end of the array, decoded as a document of their own (with the keys
-    after the array). Raises Misfit when that is too much text to hold as structs all at once."""
-    if len(raw) - pos > TYPED_LIMIT:
-        raise Misfit
+def _rest(text: bytes, more: Iterable[bytes], listed: bool, meta: dict[str, Any]) -> list:
+    """The events in `text` and the chunks still to come, to the end of the array, decoded at once as a
+    document of their own (with the keys after the array). Raises Misfit above TYPED_LIMIT bytes."""
+    parts, size = [text], len(text)
+    for chunk in more:
+        size += len(chunk)
+        if size > TYPED_LIMIT:
+            raise Misfit
+        parts.append(chunk)
+    text = b"".join(parts)
     if listed:
-        return _EVENTS.decode(b"[" + raw[pos:])
-    doc = _DECODER.decode(b'{"traceEvents":[' + raw[pos:])
+        return _EVENTS.decode(b"[" + text)
+    doc = _DECODER.decode(b'{"traceEvents":[' + text)
     _add_metadata(meta, doc)
     return doc.traceEvents
 
