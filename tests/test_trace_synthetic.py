@@ -328,12 +328,19 @@ def test_typed_reader_cuts_between_events(tmp_path, monkeypatch, indent, gz):
 real_from_bytes = load_module._from_bytes
 
 
-def test_multi_member_gzip(tmp_path):
-    """`cat a.gz b.gz` is valid gzip: the one-shot inflate reads only the first member, so it is
-    detected (size and CRC of the trailer) and the file read as a whole."""
+@pytest.mark.parametrize("reader", ["msgspec", "orjson"])
+def test_multi_member_gzip(tmp_path, monkeypatch, reader):
+    """`cat a.gz b.gz` is valid gzip, and so is zero padding after the last member: the streaming inflate
+    starts a new member after each one; the one-shot inflate (dict reader) reads only the first, so it is
+    detected (size and CRC of the trailer) and the file read as a whole. Other trailing bytes are an
+    error."""
+    _use_reader(monkeypatch, reader)
     text = json.dumps(kineto_trace()).encode()
-    path = _write(tmp_path, "t.json.gz", gzip.compress(text[:100]) + gzip.compress(text[100:]))
-    assert metrics(load_trace(path)) == EXPECTED
+    members = gzip.compress(text[:100]) + gzip.compress(text[100:])
+    assert metrics(load_trace(_write(tmp_path, "t.json.gz", members))) == EXPECTED
+    assert metrics(load_trace(_write(tmp_path, "padded.json.gz", members + bytes(512)))) == EXPECTED
+    with pytest.raises(TraceError, match="garbage.json.gz: truncated or corrupt gzip"):
+        load_trace(_write(tmp_path, "garbage.json.gz", members + b"garbage"))
 
 
 BROKEN = {
