@@ -57,12 +57,12 @@ class KernelFigures:
 def kernel_figures(trace: Trace, top: int = 10) -> KernelFigures:
     work = device_work(trace)
     dur = work.dur
-    classes, unions = [], {}
+    classes, unions = {}, {}
     for k, name in enumerate(CLASSES):
         rows = work.cls == k
         unions[name] = intervals.union(work.ts[rows], work.end[rows])
-        classes.append(KernelClass(name, int(np.count_nonzero(rows)), float(np.sum(dur[rows])),
-                                   intervals.total(unions[name])))
+        classes[name] = KernelClass(name, int(np.count_nonzero(rows)), float(np.sum(dur[rows])),
+                                    intervals.total(unions[name]))
     counts = np.bincount(work.name, minlength=len(work.names))
     totals = np.bincount(work.name, weights=dur, minlength=len(work.names))
     ranked = np.argsort(-totals, kind="stable")[:top]  # ties: first seen in the file first
@@ -71,8 +71,8 @@ def kernel_figures(trace: Trace, top: int = 10) -> KernelFigures:
     overlap_us = intervals.total(intervals.intersect(unions[COMMUNICATION], unions[COMPUTE]))
     collectives, comm_bytes = _collectives(work)
     return KernelFigures(
-        kernels=classes[0].count + classes[1].count,
-        classes=classes,
+        kernels=classes[COMPUTE].count + classes[COMMUNICATION].count,
+        classes=list(classes.values()),
         top=[TopKernel(work.names[n], CLASSES[work.cls[first_row[n]]], int(counts[n]), float(totals[n]),
                        float(totals[n] / counts[n])) for n in map(int, ranked)],
         collectives=collectives,
