@@ -2,9 +2,9 @@
 
 A rule subclasses `Rule`, sets its metadata and documentation as class attributes, and implements
 `visit_<NodeType>(self, node, ctx)` (and optionally `leave_<NodeType>` or `finish(ctx)`) for the libcst
-node types it cares about. The engine calls every rule from one traversal. `valid` and `invalid` hold
-code samples that the test suite runs for every registered rule: each line of an invalid sample that
-ends in `# expect: CODE` must be reported, and no other line.
+node types it cares about. The engine calls every rule from one traversal. Each rule's examples live in
+`fixtures/rules/<CODE>/`: every line ending in `# expect: CODE` must be reported and no other line, with
+the messages, evidence and fixed text the snapshots beside them pin (tests/test_rule_fixtures.py).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class Finding:
     message: str
     severity: str = "warning"
     fix: Fix | None = None
+    evidence: tuple[str, ...] = ()  # why the rule thinks so: where the value came from, why it runs every step
 
     @property
     def url(self) -> str:
@@ -75,6 +76,7 @@ class Pending:
     message: str
     replacement: cst.CSTNode | None = None
     fix_node: cst.CSTNode | None = None  # the node the replacement takes the place of (default: node)
+    evidence: tuple = ()  # (text, node) pairs: "{}" in the text becomes the node's code, and its line is added
 
 
 class Rule:
@@ -85,6 +87,7 @@ class Rule:
     severity: ClassVar[str] = "warning"
     default: ClassVar[bool] = True  # on unless selected explicitly when False
     gpu_only: ClassVar[bool] = False  # the cost exists only when the code runs on an accelerator
+    torch_only: ClassVar[bool] = True  # looks only at PyTorch code (model/project.py says which files are)
     fix_safety: ClassVar[str] = "none"  # "safe", "unsafe" or "none"
     why: ClassVar[str] = ""  # why it is slow (compute, memory bandwidth, overhead; sync, copy)
     example: ClassVar[str] = ""  # the antipattern
@@ -92,13 +95,14 @@ class Rule:
     known_problems: ClassVar[str] = ""  # when the rule is wrong, and when it stays quiet on purpose
     proof_metric: ClassVar[str] = ""  # the deterministic count its reference pair improves
     proof_note: ClassVar[str] = ""  # without proof_metric: why no count can prove it (GPU speed, correctness)
-    valid: ClassVar[tuple[str, ...]] = ()
-    invalid: ClassVar[tuple[str, ...]] = ()
 
-    def report(self, ctx, node: cst.CSTNode, message: str | None = None, *,
-               replacement: cst.CSTNode | None = None, fix_node: cst.CSTNode | None = None) -> None:
-        """Record a finding at `node`; with `replacement`, a fix that puts it in place of `fix_node`."""
-        ctx.findings.append(Pending(self, node, message or self.message or self.summary, replacement, fix_node))
+    def report(self, model, node: cst.CSTNode, message: str | None = None, *,
+               replacement: cst.CSTNode | None = None, fix_node: cst.CSTNode | None = None,
+               evidence: tuple = ()) -> None:
+        """Record a finding at `node`; with `replacement`, a fix that puts it in place of `fix_node`;
+        `evidence`: (text, node) pairs saying why (see `Pending`)."""
+        model.findings.append(Pending(self, node, message or self.message or self.summary, replacement, fix_node,
+                                      tuple(evidence)))
 
     @classmethod
     def family(cls) -> str:
@@ -126,8 +130,6 @@ class ToolRule:
     known_problems: str = ""
     proof_metric: str = ""
     proof_note: str = ""
-    valid: tuple = field(default_factory=tuple)
-    invalid: tuple = field(default_factory=tuple)
 
     def family(self) -> str:
         return FAMILIES["0"]
@@ -150,14 +152,15 @@ _registry: dict[str, type[Rule]] | None = None
 
 
 def all_rules() -> dict[str, type[Rule]]:
-    """Every rule class in perflint.rules, by code. Each module there defines one rule."""
+    """Every rule class in perflint.rules and its family packages, by code. Each rule module defines one
+    rule; a family's helper modules define none."""
     global _registry
     if _registry is None:
         import perflint.rules as package
 
         found: dict[str, type[Rule]] = {}
-        for info in pkgutil.iter_modules(package.__path__):
-            module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
+            module = importlib.import_module(info.name)
             for value in vars(module).values():
                 if isinstance(value, type) and issubclass(value, Rule) and value is not Rule \
                         and value.__module__ == module.__name__ and getattr(value, "code", None):

@@ -10,6 +10,7 @@ from perflint.cache import Cache, digest
 from perflint.config import Config
 from perflint.engine import Linter
 from perflint.files import discover
+from perflint.model.project import FileFacts, Project, Scan
 from perflint.rule import SYNTAX_ERROR, Finding, all_rules
 
 _linter: Linter | None = None
@@ -21,9 +22,9 @@ def _init_worker(codes: list[str]) -> None:
     _linter = Linter(rules[c] for c in codes if c in rules)
 
 
-def _lint_one(item: tuple[str, bytes]) -> list[Finding]:
-    path, data = item
-    return _linter.lint_source(data, path)
+def _lint_one(item: tuple[str, bytes, FileFacts]) -> list[Finding]:
+    path, data, facts = item
+    return _linter.lint_source(data, path, facts)
 
 
 def display_path(path: Path) -> str:
@@ -39,7 +40,7 @@ def lint_paths(paths: list[str], config: Config, jobs: int = 0, use_cache: bool 
     codes = config.enabled_codes()
     cache = Cache(config.root / ".perflint_cache", codes) if use_cache else None
     findings: list[Finding] = []
-    todo: list[tuple[str, bytes, str]] = []
+    read: list[tuple[str, bytes, str]] = []  # shown path, content, root-relative path
     files = 0
     for file in discover(paths, config):
         files += 1
@@ -50,22 +51,28 @@ def lint_paths(paths: list[str], config: Config, jobs: int = 0, use_cache: bool 
             findings.append(Finding(shown, 1, 1, 1, 1, SYNTAX_ERROR.code, SYNTAX_ERROR.name,
                                     f"cannot read: {e.strerror or e}", SYNTAX_ERROR.severity))
             continue
-        key = digest(data)
+        read.append((shown, data, _relative_to_root(shown, config.root)))
+    # Facts from the whole run (is it PyTorch code, does the project use a device): a cheap text scan.
+    project = Project({rel: Scan(rel, data.decode("utf-8", "replace")) for _, data, rel in read})
+    todo: list[tuple[str, bytes, str, FileFacts]] = []
+    for shown, data, rel in read:
+        facts = project.facts(rel)
+        key = digest(data) + facts.key()
         cached = cache.get(key, shown) if cache else None
         if cached is not None:
             findings.extend(cached)
         else:
-            todo.append((shown, data, key))
+            todo.append((shown, data, key, facts))
     if jobs <= 0:
         jobs = min(os.cpu_count() or 1, max(1, len(todo) // 8))
-    items = [(shown, data) for shown, data, _ in todo]
+    items = [(shown, data, facts) for shown, data, _, facts in todo]
     if jobs > 1 and len(todo) > 1:
         with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(codes,)) as pool:
             results = list(pool.map(_lint_one, items, chunksize=max(1, len(items) // (jobs * 8))))
     else:
         _init_worker(codes)
         results = [_lint_one(item) for item in items]
-    for (shown, _, key), result in zip(todo, results):
+    for (shown, _, key, _), result in zip(todo, results):
         if cache:
             cache.put(key, result)
         findings.extend(result)

@@ -5,10 +5,10 @@ import pytest
 SYNC_LOOP = textwrap.dedent("""\
     import torch
 
-    def train(model, loader, criterion):
+    def train(model, loader, criterion, device="cuda"):
         total = 0.0
         for x, y in loader:
-            loss = criterion(model(x), y)
+            loss = criterion(model(x.to(device)), y.to(device))
             total += loss.item()
         return total
     """)

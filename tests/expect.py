@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from perflint.engine import Linter
 from perflint.rule import all_rules
@@ -18,6 +19,19 @@ def expected(source: str) -> set[tuple[int, str]]:
         if m:
             out |= {(number, code.strip()) for code in m.group(1).split(",")}
     return out
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rules"
+
+
+def fixture_files(code: str | None = None) -> list[Path]:
+    """The rule fixtures (fixtures/rules/<CODE>/*.py), of one rule or all."""
+    return sorted(FIXTURES.glob(f"{code or 'PFL*'}/*.py"))
+
+
+def reported_fixtures(code: str) -> list[str]:
+    """The sources of a rule's fixtures that expect findings."""
+    return [p.read_text() for p in fixture_files(code) if expected(p.read_text())]
 
 
 _ALL = None

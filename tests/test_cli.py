@@ -27,7 +27,7 @@ def write(path, text):
 
 def test_findings_exit_1_sorted_text(project, capsys):
     write(project / "b.py", SYNC_LOOP)
-    write(project / "a.py", SYNC_LOOP + "\nfor t in ts:\n    v = t.item()\n")
+    write(project / "a.py", SYNC_LOOP + "\nfor t in loader:\n    v = model(t.cuda()).item()\n")
     code, out, _ = run(capsys, "--no-cache")
     assert code == 1
     lines = [l for l in out.splitlines() if ": PFL" in l]
@@ -67,7 +67,7 @@ def test_usage_errors_exit_2_with_one_line(project, capsys, argv, message):
 
 
 def test_select_ignore_extend_select_prefixes(project, capsys):
-    write(project / "a.py", SYNC_LOOP + "\nimport time\nfor i in range(3):\n    torch.cuda.synchronize()\n")
+    write(project / "a.py", SYNC_LOOP + "\nimport time\nfor t in loader:\n    torch.cuda.synchronize()\n")
     _, out, _ = run(capsys, "--no-cache", "-q")
     assert "PFL101" in out and "PFL109" in out
     _, out, _ = run(capsys, "--no-cache", "-q", "--select", "PFL109")
@@ -79,7 +79,7 @@ def test_select_ignore_extend_select_prefixes(project, capsys):
 
 
 def test_statistics_table(project, capsys):
-    write(project / "a.py", SYNC_LOOP + "\nfor t in ts:\n    v = t.item()\n")
+    write(project / "a.py", SYNC_LOOP + "\nfor t in loader:\n    v = model(t.cuda()).item()\n")
     code, out, _ = run(capsys, "--no-cache", "--statistics")
     assert code == 1
     row = next(l for l in out.splitlines() if l.startswith("PFL101"))
@@ -165,7 +165,7 @@ def test_output_file(project, capsys):
 
 def test_noqa_comments(project, capsys):
     src = SYNC_LOOP.replace("total += loss.item()", "total += loss.item()  # noqa: PFL101")
-    write(project / "a.py", src + "for t in ts:\n    t.item()  # noqa\nfor t in ts:\n    t.item()  # noqa: PFL999\n")
+    write(project / "a.py", src + "for t in loader:\n    model(t.cuda()).item()  # noqa\nfor t in loader:\n    model(t.cuda()).item()  # noqa: PFL999\n")
     _, out, _ = run(capsys, "--no-cache", "-q")
     assert [l.split(":")[1] for l in out.splitlines()] == ["12"]
 
@@ -178,7 +178,7 @@ def test_file_level_noqa(project, capsys):
 def test_config_from_pyproject(project, capsys):
     write(project / "pyproject.toml", '[tool.perflint]\nignore = ["PFL109"]\nextend-select = ["PFL1"]\n'
           'per-file-ignores = {"tests/*" = ["PFL101"]}\nextend-exclude = ["generated"]\n')
-    loop = SYNC_LOOP + "\nfor i in range(3):\n    torch.cuda.synchronize()\n"
+    loop = SYNC_LOOP + "\nfor t in loader:\n    torch.cuda.synchronize()\n"
     write(project / "a.py", loop)
     write(project / "tests" / "t.py", loop)
     write(project / "generated" / "g.py", loop)
@@ -191,8 +191,8 @@ def test_config_from_pyproject(project, capsys):
 
 def test_config_select_and_exclude(project, capsys):
     write(project / "pyproject.toml", '[tool.perflint]\nselect = ["PFL109"]\nexclude = ["skip_me.py"]\n')
-    write(project / "a.py", SYNC_LOOP + "\nfor i in range(3):\n    torch.cuda.synchronize()\n")
-    write(project / "skip_me.py", SYNC_LOOP + "\nfor i in range(3):\n    torch.cuda.synchronize()\n")
+    write(project / "a.py", SYNC_LOOP + "\nfor t in loader:\n    torch.cuda.synchronize()\n")
+    write(project / "skip_me.py", SYNC_LOOP + "\nfor t in loader:\n    torch.cuda.synchronize()\n")
     _, out, _ = run(capsys, "--no-cache", "-q")
     assert out.splitlines() == ["a.py:11:5: PFL109 " + out.split("PFL109 ")[1].splitlines()[0]]
     _, out, _ = run(capsys, "--no-cache", "-q", "skip_me.py")  # named explicitly: linted

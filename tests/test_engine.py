@@ -16,10 +16,12 @@ from perflint.rule import Rule, all_rules
 from tests.conftest import SYNC_LOOP
 
 LINTER = Linter(all_rules().values())
+SYNC_RULES = Linter(r for c, r in all_rules().items() if c.startswith("PFL1"))
 
 
 def codes_at(source, path="x.py"):
-    return [(f.line, f.col, f.code) for f in LINTER.lint_source(source, path)]
+    """Findings of the sync rules (and the engine's own PFL001/PFL002)."""
+    return sorted((f.line, f.col, f.code) for f in SYNC_RULES.lint_source(source, path))
 
 
 def test_encoding_cookie_and_latin1_bytes():
@@ -42,19 +44,23 @@ def test_very_long_file():
 
 
 @pytest.mark.parametrize("source,line", [
-    (b"x = (\n", 1),
-    (b"def f(:\n    pass\n", 1),
-    (b"x = 1\x00\n", 1),
-    (b"\xff\xfe garbage", 1),
-    (b"# -*- coding: nonexistent -*-\nx = 1\n", 1),
+    (b"import torch\nx = (\n", 2),
+    (b"import torch\ndef f(:\n    pass\n", 2),
+    (b"import torch\nx = 1\x00\n", 1),
+    (b"import torch\n\xff\xfe garbage", 2),
+    (b"# -*- coding: nonexistent -*-\nimport torch\n", 1),
 ])
 def test_unparsable_input_is_pfl001(source, line):
     (finding,) = LINTER.lint_source(source, "bad.py")
     assert finding.code == "PFL001" and finding.line == line and finding.message.startswith("cannot ")
 
 
+def test_a_file_that_is_not_pytorch_code_is_not_parsed():
+    assert LINTER.lint_source(b"def f(:\n", "bad.py") == []  # no torch import: no torch findings, no parse
+
+
 def test_deeply_nested_expression_does_not_crash():
-    src = "x = " + "(" * 200 + "1" + ")" * 200 + "\n" + "y = " + " + ".join(["a"] * 1500) + "\n"
+    src = "import torch\nx = " + "(" * 200 + "1" + ")" * 200 + "\n" + "y = " + " + ".join(["a"] * 1500) + "\n"
     assert all(code == "PFL001" for _, _, code in codes_at(src))
 
 
@@ -79,14 +85,16 @@ def test_import_aliases_are_resolved():
         import torch as T
         from torch import cuda
         from torch.nn import functional as F
-        for i in range(3):
+        for x in loader:
+            y = F.relu(x.to("cuda"))
             T.cuda.synchronize()
+            y = F.relu(y)
             cuda.synchronize()
-            y = F.relu(x)
+            y = F.relu(y)
             if y.any():
                 pass
         """)
-    assert codes_at(src) == [(5, 5, "PFL109"), (6, 5, "PFL109"), (8, 8, "PFL105")]
+    assert codes_at(src) == [(6, 5, "PFL109"), (8, 5, "PFL109"), (10, 8, "PFL105")]
 
 
 def test_shadowed_or_unimported_names_are_not_torch():
@@ -122,11 +130,11 @@ def test_random_bytes_never_raise(data):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(0, 6), st.sampled_from(["loss.item()", "t.tolist()", "float(loss)"]))
+@given(st.integers(0, 6), st.sampled_from(["loss.item()", "loss.tolist()", "float(loss)"]))
 def test_finding_line_tracks_inserted_lines(blank, call):
-    src = "\n" * blank + f"for x in xs:\n    loss = model(x)\n    v = {call}\n"
-    (finding,) = LINTER.lint_source(src, "x.py")
-    assert finding.line == blank + 3
+    src = "\n" * blank + f"import torch\nfor x in loader:\n    loss = model(x.cuda())\n    v = {call}\n"
+    (finding,) = SYNC_RULES.lint_source(src, "x.py")
+    assert finding.line == blank + 4
 
 
 def test_linter_runs_without_torch(tmp_path):
@@ -158,11 +166,13 @@ def test_positions_match_libcst_position_provider():
 @pytest.mark.parametrize("condition", ["step % 100 == 0", "i == 0", "0 == i", "step % k == 0 and rank == 0",
                                        "not (step % 10)"])
 def test_logging_and_once_gates_are_quiet(condition):
-    src = f"for i, x in enumerate(xs):\n    loss = model(x)\n    if {condition}:\n        print(loss.item())\n"
+    src = f"import torch\nfor i, x in enumerate(loader):\n    loss = model(x.cuda())\n    if {condition}:\n" \
+          "        print(loss.item())\n"
     assert codes_at(src) == []
 
 
 @pytest.mark.parametrize("condition", ["i > 0", "i != 0", "verbose"])
 def test_other_conditions_do_not_gate(condition):
-    src = f"for i, x in enumerate(xs):\n    loss = model(x)\n    if {condition}:\n        v = loss.item()\n"
+    src = f"import torch\nfor i, x in enumerate(loader):\n    loss = model(x.cuda())\n    if {condition}:\n" \
+          "        v = loss.item()\n"
     assert [c for _, _, c in codes_at(src)] == ["PFL101"]

@@ -14,6 +14,8 @@ from importlib.metadata import entry_points
 
 import pytest
 
+from tests.expect import reported_fixtures
+
 from perflint.engine import Linter
 from perflint.rule import all_rules
 from tests.conftest import SYNC_LOOP
@@ -22,8 +24,8 @@ pytest.importorskip("flake8", reason="flake8 is not installed (pip install flake
 
 INSTALLED = [ep for ep in entry_points(group="flake8.extension") if ep.name == "PFL"]
 LOCAL_PLUGIN = "" if INSTALLED else "[flake8:local-plugins]\nextension =\n    PFL = perflint.flake8_plugin:Plugin\n"
-OFF_BY_DEFAULT = next((r for r in all_rules().values() if not r.default and r.invalid
-                       and Linter([r]).lint_source(r.invalid[0], "x.py")), None)
+OFF_BY_DEFAULT = next((r for r in all_rules().values() if not r.default and reported_fixtures(r.code)
+                       and Linter([r]).lint_source(reported_fixtures(r.code)[0], "x.py")), None)
 
 
 def flake8(project, *args, config: str = ""):
@@ -45,18 +47,18 @@ def test_pfl_codes_at_perflint_positions(project):
     (project / "a.py").write_text(SYNC_LOOP)
     code, lines = flake8(project, "a.py")
     assert code == 1 and lines == ["a.py:7:18: PFL101 " + lines[0].split("PFL101 ", 1)[1]]
-    (finding,) = Linter(all_rules().values()).lint_source(SYNC_LOOP, "a.py")
+    (finding,) = [f for f in Linter(all_rules().values()).lint_source(SYNC_LOOP, "a.py") if f.code == "PFL101"]
     assert lines[0].endswith(finding.message)
 
 
 def test_flake8_noqa_applies_to_pfl_codes(project):
     src = SYNC_LOOP + textwrap.dedent("""\
-        for t in ts:
-            a = t.item()  # noqa: PFL1
-        for t in ts:
-            b = t.item()  # noqa: E501
-        for t in ts:
-            c = t.item()  # noqa
+        for t in loader:
+            a = model(t.cuda()).item()  # noqa: PFL1
+        for t in loader:
+            b = model(t.cuda()).item()  # noqa: E501
+        for t in loader:
+            c = model(t.cuda()).item()  # noqa
         """)
     (project / "a.py").write_text(src.replace("total += loss.item()", "total += loss.item()  # noqa: PFL101"))
     code, lines = flake8(project, "a.py")
@@ -66,7 +68,7 @@ def test_flake8_noqa_applies_to_pfl_codes(project):
 
 
 def test_flake8_selection_and_ignores_from_its_config_and_command_line(project):
-    (project / "a.py").write_text(SYNC_LOOP + "for i in range(3):\n    torch.cuda.synchronize()\n")
+    (project / "a.py").write_text(SYNC_LOOP + "for t in loader:\n    torch.cuda.synchronize()\n")
     both = [("7", "18", "PFL101"), ("10", "5", "PFL109")]
     assert codes(flake8(project, "a.py")[1]) == both
     assert codes(flake8(project, "a.py", "--extend-ignore", "PFL101")[1]) == both[1:]
@@ -78,7 +80,7 @@ def test_flake8_selection_and_ignores_from_its_config_and_command_line(project):
 @pytest.mark.skipif(OFF_BY_DEFAULT is None, reason="no rule is off by default")
 def test_rule_off_by_default_runs_only_when_selected_by_name(project):
     rule = OFF_BY_DEFAULT
-    (project / "a.py").write_text(rule.invalid[0])
+    (project / "a.py").write_text(reported_fixtures(rule.code)[0])
     assert rule.code not in {c for _, _, c in codes(flake8(project, "a.py")[1])}
     for selection in (["--extend-select", rule.code], ["--select", rule.code[:4]]):
         _, lines = flake8(project, "a.py", *selection)

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.expect import reported_fixtures
 import yaml
 
 from perflint.engine import Linter
@@ -94,7 +96,7 @@ def test_manifest_declares_both_hooks_as_python_hooks():
 def test_try_repo_runs_both_hooks(repos, tmp_path):
     """`pre-commit try-repo` (which installs into a temporary store) with every hook of the manifest."""
     source, sample = repos
-    example = next(ex for ex in SAFE_RULE.invalid if any(f.fix for f in Linter([SAFE_RULE]).lint_source(ex, "x.py")))
+    example = next(ex for ex in reported_fixtures(SAFE_RULE.code) if any(f.fix for f in Linter([SAFE_RULE]).lint_source(ex, "x.py")))
     (sample / "train.py").write_text(SYNC_LOOP)
     (sample / "clean.py").write_text("import torch\nx = torch.zeros(3)\n")
     (sample / "fixme.py").write_text(example)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from perflint.trace import intervals
 from perflint.trace.hostindex import enclosing, top_level_ops
 from perflint.trace.model import HostOp, Trace
+from tests.conftest import SYNC_LOOP
 
 SPANS = st.lists(st.tuples(st.integers(0, 60), st.integers(0, 12)).map(lambda p: (p[0], p[0] + p[1])),
                  max_size=25)
@@ -72,7 +73,7 @@ def test_trace_command_without_numpy_is_one_line_exit_2():
 
 
 def test_linter_does_not_import_numpy(tmp_path):
-    (tmp_path / "a.py").write_text("for x in xs:\n    v = x.item()\n")
+    (tmp_path / "a.py").write_text(SYNC_LOOP)
     code = "import sys; sys.modules['numpy'] = None\nfrom perflint.cli import main\nsys.exit(main(['--no-cache', 'a.py']))\n"
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 1 and "PFL101" in r.stdout, r.stderr

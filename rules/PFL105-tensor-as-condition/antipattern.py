@@ -4,10 +4,14 @@ import torch
 from torch import nn
 
 
+# The code's intended run is on a GPU; these tests run it on the CPU.
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def make_inputs():
     torch.manual_seed(0)
-    model = nn.Linear(16, 1)
-    batches = [(torch.randn(8, 16), torch.randn(8, 1)) for _ in range(20)]
+    model = nn.Linear(16, 1).to(DEVICE)
+    batches = [(torch.randn(8, 16, device=DEVICE), torch.randn(8, 1, device=DEVICE)) for _ in range(20)]
     return model, batches
 
 

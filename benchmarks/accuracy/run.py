@@ -1,0 +1,182 @@
+"""Precision per rule and recall per family of perflint on real PyTorch code, against our own labels.
+
+    python benchmarks/accuracy/run.py --mirror DIR [--role labelled|holdout|all] [--select ALL]
+                                      [--unlabelled FILE] [--misses FILE]
+
+DIR holds one git repository per entry of corpus.toml: DIR/<owner>+<name>/repo (what this workplace's
+`fetch` gives) or DIR/<owner>+<name> (a clone). The .py files at the pinned commit are extracted into
+.corpus/<owner>+<name>@<commit>/ (ignored by git; never committed) and linted there, one repository
+at a time, as `perflint` would lint it from its root.
+
+Prints, per rule, the findings and how many the labels call right and wrong (precision = right / (right
++ wrong)), and per family the labelled instances and how many a rule of that family reports (recall).
+Findings without a verdict are counted and listed (`--unlabelled FILE` writes them, with their
+evidence, as JSON lines ready to be judged); so are the instances no rule found (`--misses FILE`).
+Labels: labels/<owner>+<name>.jsonl, written by hand following LABELLING.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from collections import Counter, defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+from perflint.config import Config  # noqa: E402
+from perflint.rule import all_rules  # noqa: E402
+from perflint.runner import lint_paths  # noqa: E402
+
+FAMILIES = {  # the rules that report each family of labelled instances
+    "sync": {"PFL101", "PFL102", "PFL103", "PFL104", "PFL105", "PFL106", "PFL107", "PFL108", "PFL109"},
+    "blocking-copy": {"PFL203"},
+    "host-made": {"PFL201"},
+    "unfused": {"PFL301"},
+    "uncompiled": {"PFL401"},
+}
+
+
+def corpus() -> list[dict]:
+    return tomllib.loads((HERE / "corpus.toml").read_text())["repo"]
+
+
+def extract(repo: dict, mirror: Path) -> Path:
+    """The repository's .py files at its pinned commit, in .corpus/ (extracted once)."""
+    slug = repo["name"].replace("/", "+")
+    out = ROOT / ".corpus" / f"{slug}@{repo['commit'][:12]}"
+    if (out / ".complete").exists():
+        return out
+    git_dir = next((p for p in (mirror / slug / "repo", mirror / slug / ".git", mirror / slug) if p.exists()), None)
+    if git_dir is None:
+        sys.exit(f"run.py: error: {repo['name']} is not in {mirror}")
+    git = ["git", f"--git-dir={git_dir}"]
+    names = subprocess.run([*git, "ls-tree", "-r", "--name-only", repo["commit"]], check=True,
+                           capture_output=True, text=True).stdout.splitlines()
+    names = [n for n in names if n.endswith(".py")]
+    batch = subprocess.run([*git, "cat-file", "--batch"], check=True, capture_output=True,
+                           input="".join(f"{repo['commit']}:{n}\n" for n in names).encode()).stdout
+    pos = 0
+    for name in names:
+        header_end = batch.index(b"\n", pos)
+        header = batch[pos:header_end].split()
+        if header[-1] == b"missing":
+            pos = header_end + 1
+            continue
+        size = int(header[2])
+        data = batch[header_end + 1:header_end + 1 + size]
+        pos = header_end + 1 + size + 1
+        target = out / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    (out / ".complete").write_text(repo["commit"])
+    return out
+
+
+def labels(repo: dict) -> tuple[dict, list, set]:
+    """Verdicts by (path, line, code), instances, labelled files."""
+    path = HERE / "labels" / (repo["name"].replace("/", "+") + ".jsonl")
+    verdicts, instances, files = {}, [], set()
+    if path.exists():
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row["kind"] == "verdict":
+                verdicts[(row["path"], row["line"], row["code"])] = row
+            elif row["kind"] == "instance":
+                instances.append(row)
+            elif row["kind"] == "files":
+                files |= set(row["paths"])
+    return verdicts, instances, files
+
+
+def lint(root: Path, select: list[str] | None) -> list:
+    here = Path.cwd()
+    os.chdir(root)
+    try:
+        config = Config(root=root, select=select)
+        findings, _ = lint_paths(["."], config, jobs=0, use_cache=False)
+    finally:
+        os.chdir(here)
+    return findings
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--mirror", type=Path, required=True, help="folder with one git repository per corpus entry")
+    p.add_argument("--role", choices=("labelled", "holdout", "all"), default="labelled")
+    p.add_argument("--select", nargs="*", help="rule codes or prefixes (default: the rules on by default)")
+    p.add_argument("--unlabelled", type=Path, help="write findings without a verdict here (JSON lines)")
+    p.add_argument("--misses", type=Path, help="write labelled instances no rule reports here (JSON lines)")
+    args = p.parse_args()
+    rules = all_rules()
+    counts: dict[str, Counter] = defaultdict(Counter)
+    recall: dict[str, Counter] = defaultdict(Counter)
+    unlabelled, misses = [], []
+    for repo in corpus():
+        if args.role != "all" and repo["role"] != args.role:
+            continue
+        root = extract(repo, args.mirror)
+        verdicts, instances, files = labels(repo)
+        findings = lint(root, args.select)
+        for f in findings:
+            if f.code not in rules:
+                continue
+            key = (f.path, f.line, f.code)
+            row = verdicts.get(key)
+            counts[f.code]["findings"] += 1
+            if row is None:
+                counts[f.code]["unlabelled"] += 1
+                unlabelled.append({"repo": repo["name"], "commit": repo["commit"], "path": f.path, "line": f.line,
+                                   "code": f.code, "message": f.message, "evidence": list(f.evidence)})
+            else:
+                counts[f.code][row["verdict"]] += 1
+        by_line = defaultdict(set)
+        for f in findings:
+            for line in range(f.line, f.end_line + 1):
+                by_line[(f.path, line)].add(f.code)
+        for inst in instances:
+            if inst["path"] not in files:
+                continue
+            family = inst["family"]
+            lines = inst.get("lines") or [inst["line"]]
+            found = any(by_line[(inst["path"], line)] & FAMILIES[family] for line in lines)
+            recall[family]["instances"] += 1
+            recall[family]["found"] += found
+            if not found:
+                misses.append({"repo": repo["name"], **inst})
+    print(f"{'rule':8} {'default':7} {'findings':>8} {'right':>6} {'wrong':>6} {'unlabelled':>10} {'precision':>9}")
+    total = Counter()
+    for code in sorted(counts):
+        c = counts[code]
+        judged = c["right"] + c["wrong"]
+        precision = f"{100 * c['right'] / judged:.0f}%" if judged else "-"
+        default = "on" if rules[code].default else "off"
+        print(f"{code:8} {default:7} {c['findings']:8} {c['right']:6} {c['wrong']:6} {c['unlabelled']:10} {precision:>9}")
+        if rules[code].default:
+            total.update(c)
+    judged = total["right"] + total["wrong"]
+    if judged:
+        print(f"default rules: {total['findings']} findings, {total['right']} right, {total['wrong']} wrong, "
+              f"{total['unlabelled']} unlabelled: precision {100 * total['right'] / judged:.1f}%")
+    print(f"\n{'family':14} {'instances':>9} {'found':>6} {'recall':>7}")
+    for family in FAMILIES:
+        r = recall[family]
+        if r["instances"]:
+            print(f"{family:14} {r['instances']:9} {r['found']:6} {100 * r['found'] / r['instances']:6.0f}%")
+    if args.unlabelled is not None:
+        args.unlabelled.write_text("".join(json.dumps(u) + "\n" for u in unlabelled))
+    if args.misses is not None:
+        args.misses.write_text("".join(json.dumps(m) + "\n" for m in misses))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Small syntactic helpers on libcst nodes: dotted names, call arguments, assignment targets."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def dotted(node: cst.CSTNode) -> str | None:
+    """`a.b.c` for a chain of Names and Attributes, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def method_name(call: cst.Call) -> str | None:
+    """For `x.foo(...)`, "foo"."""
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+def keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional(call: cst.Call, index: int) -> cst.Arg | None:
+    args = [a for a in call.args if a.keyword is None and not a.star]
+    return args[index] if index < len(args) else None
+
+
+def is_true(node: cst.CSTNode | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def is_false(node: cst.CSTNode | None) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("False", "None")
+
+
+def target_names(target: cst.BaseExpression) -> set[str]:
+    """Plain names an assignment or loop target binds: `i, (x, y)` -> {"i", "x", "y"}."""
+    out: set[str] = set()
+    stack = [target]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, (cst.Tuple, cst.List)):
+            stack += [e.value for e in t.elements]
+        elif isinstance(t, cst.StarredElement):
+            stack.append(t.value)
+        elif isinstance(t, cst.Name):
+            out.add(t.value)
+    return out
+
+
+def truth_tested(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The sub-expressions whose truth value a condition takes: `a and not b` -> [a, b]."""
+    out, stack = [], [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BooleanOperation):
+            stack += [node.left, node.right]
+        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            stack.append(node.expression)
+        else:
+            out.append(node)
+    return out
+
+
+def string_value(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def int_value(node: cst.CSTNode) -> int | None:
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return None
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = int_value(node.expression)
+        return -inner if inner is not None else None
+    return None
+
+
+def one_line(node: cst.CSTNode) -> bool:
+    """Whether a node is written on one line. Fixes rebuild a node outside its block, which would lose the
+    indentation of a multi-line argument list: such findings get no fix."""
+    return "\n" not in cst.Module(body=[]).code_for_node(node)

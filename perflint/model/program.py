@@ -1,0 +1,774 @@
+"""The program model of one file: scopes and their bindings, functions, classes, loops, and where every
+node sits (its frame and its place in the file's order). One walk builds it; rules read it.
+
+The walk is also where rules that still look at nodes one by one get called (`visit_<Node>` hooks):
+during the walk the model answers questions about the code seen so far (`model.frame`, `in_loop`...);
+after it, `finish(model)` hooks ask whole-file questions: what a value is and where it lives
+(`values.py`), whether code runs on every step (`steps.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import libcst as cst
+
+from perflint.model import torchapi as api
+from perflint.model.names import dotted
+from perflint.tree import fields, is_node_type
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+# Node types the model lists in file order (`model.nodes(type)`), for rule families that look at all of them.
+INDEXED = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.FormattedStringExpression, cst.Subscript,
+           cst.BinaryOperation, cst.UnaryOperation, cst.Assign, cst.AugAssign)
+
+
+class Scope:
+    """Names bound in a module, class, function, lambda or comprehension, each with its bindings in order."""
+
+    __slots__ = ("node", "kind", "parent", "bindings", "globals", "function", "cls")
+
+    def __init__(self, node: cst.CSTNode, kind: str, parent: "Scope | None", function=None, cls=None) -> None:
+        self.node = node
+        self.kind = kind  # "module", "class", "function", "lambda", "comprehension"
+        self.parent = parent
+        self.bindings: dict[str, list[Binding]] = {}
+        self.globals: set[str] = set()
+        self.function = function  # FunctionInfo for function and lambda scopes
+        self.cls = cls  # ClassInfo for class scopes
+
+    def bind(self, name: str, binding: "Binding") -> None:
+        self.bindings.setdefault(name, []).append(binding)
+
+
+class Binding:
+    """One place where a name gets a value: `how` says what kind of place, `value` holds the expression
+    (or call, or loop iterable) it comes from, `path` the position inside a tuple being unpacked."""
+
+    __slots__ = ("order", "how", "target", "value", "path", "frame")
+
+    def __init__(self, order: int, how: str, target, value, path: tuple, frame: "Frame") -> None:
+        self.order = order
+        self.how = how  # assign, annotation, aug, for, comp, param, with, mutate, def, class, import, walrus,
+        #                 except, del
+        self.target = target
+        self.value = value
+        self.path = path
+        self.frame = frame
+
+
+class Frame:
+    """A region of code with one context: a scope, a loop body, a branch, a gated block, a `no_grad` block.
+    Frames form a tree; every node of the file records the frame it is in."""
+
+    __slots__ = ("kind", "node", "parent", "scope", "function", "loop", "no_grad", "compiled", "depth")
+
+    def __init__(self, kind: str, node: cst.CSTNode, parent: "Frame | None", scope: Scope | None = None,
+                 function=None, no_grad: bool | None = None, compiled: bool | None = None) -> None:
+        self.kind = kind  # module, class, function, lambda, comprehension, loop, branch, gate, block, error
+        self.node = node
+        self.parent = parent
+        inherit = parent is not None and kind not in ("function", "lambda", "class")
+        self.scope = scope if scope is not None else parent.scope
+        self.function = function if kind in ("function", "lambda") else \
+            (None if kind == "class" else parent.function if parent is not None else None)
+        self.loop = self if kind in ("loop", "comprehension") else (parent.loop if inherit else None)
+        base_no_grad = parent.no_grad if parent is not None else False
+        self.no_grad = base_no_grad if no_grad is None else (no_grad or base_no_grad)
+        base_compiled = parent.compiled if parent is not None else False
+        self.compiled = base_compiled if compiled is None else (compiled or base_compiled)
+        self.depth = parent.depth + 1 if parent is not None else 0
+
+    def chain(self) -> Iterable["Frame"]:
+        """This frame and its parents, innermost first."""
+        frame = self
+        while frame is not None:
+            yield frame
+            frame = frame.parent
+
+    def loops(self) -> list["Frame"]:
+        """Enclosing loop and comprehension frames of the current function (or module), innermost first."""
+        out = []
+        loop = self.loop
+        while loop is not None:
+            out.append(loop)
+            parent = loop.parent
+            loop = parent.loop if parent is not None and parent.function is loop.function else None
+        return out
+
+    def encloses(self, other: "Frame") -> bool:
+        """Whether `other` is this frame or inside it."""
+        while other is not None and other.depth >= self.depth:
+            if other is self:
+                return True
+            other = other.parent
+        return False
+
+
+class FunctionInfo:
+    """A `def` or `lambda` of the file."""
+
+    __slots__ = ("node", "name", "cls", "scope", "frame", "params", "decorators", "calls", "returns", "is_lambda")
+
+    def __init__(self, node, name: str, cls, decorators: list[str]) -> None:
+        self.node = node
+        self.name = name
+        self.cls = cls  # ClassInfo of a method
+        self.scope: Scope | None = None
+        self.frame: Frame | None = None
+        self.params: list[tuple[str, cst.Param, str]] = []  # (name, node, "pos" | "kw" | "star")
+        self.decorators = decorators  # qualified (or dotted) names of the decorators
+        self.calls: list[cst.Call] = []  # calls made directly in its body (not in nested functions)
+        self.returns: list[cst.BaseExpression] = []
+        self.is_lambda = isinstance(node, cst.Lambda)
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.cls.name}.{self.name}" if self.cls is not None else self.name
+
+    def positional(self) -> list[str]:
+        """Parameters that positional arguments fill, `self`/`cls` of a method left out."""
+        names = [n for n, _, k in self.params if k == "pos"]
+        if self.cls is not None and names and not self._static():
+            names = names[1:]
+        return names
+
+    def _static(self) -> bool:
+        return any(d.rsplit(".", 1)[-1] == "staticmethod" for d in self.decorators)
+
+
+class ClassInfo:
+    __slots__ = ("node", "name", "bases", "methods", "attrs", "scope")
+
+    def __init__(self, node: cst.ClassDef, bases: list[str]) -> None:
+        self.node = node
+        self.name = node.name.value
+        self.bases = bases  # qualified or dotted names of the bases
+        self.methods: dict[str, FunctionInfo] = {}
+        self.attrs: dict[str, list[Binding]] = {}  # `self.x = ...` in any method
+        self.scope: Scope | None = None
+
+
+def _gate(test: cst.BaseExpression) -> bool:
+    """`if step % log_every == 0:` (once every k iterations) or `if i == 0:` (once): a block whose cost is
+    not paid on every iteration."""
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            return True
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 \
+                and isinstance(node.comparisons[0].operator, cst.Equal) \
+                and any(isinstance(side, cst.Integer) for side in (node.left, node.comparisons[0].comparator)):
+            return True
+        if isinstance(node, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
+            stack.extend(c for c in node.children if isinstance(c, cst.BaseExpression))
+        elif isinstance(node, cst.ComparisonTarget):
+            stack.append(node.comparator)
+    return False
+
+
+class FileModel:
+    """Everything the rules know about one file. Built by `build()`; see the module docstring."""
+
+    def __init__(self, path: str, module: cst.Module, facts=None) -> None:
+        from perflint.model.project import FileFacts
+
+        self.path = path
+        self.module = module
+        self.facts = facts if facts is not None else FileFacts.alone()
+        self.aliases: dict[str, str] = {}  # local name -> qualified name, from imports
+        self.module_scope = Scope(module, "module", None)
+        self.frame = Frame("module", module, None, scope=self.module_scope)
+        self.order = 0
+        self.sites: dict[cst.CSTNode, tuple[Frame, int]] = {}
+        self.functions: list[FunctionInfo] = []
+        self.function_of: dict[cst.CSTNode, FunctionInfo] = {}
+        self.classes: dict[str, ClassInfo] = {}
+        self.all_loops: list[Frame] = []  # every loop and comprehension of the file, in order
+        self.calls: list[cst.Call] = []
+        self.index: dict[type, list] = {t: [] for t in INDEXED}
+        self.findings: list = []
+        self._qualnames: dict[cst.CSTNode, str | None] = {}
+        self._memo: dict = {}  # per-question caches of values.py, steps.py and rule families
+        self.complete = False  # set once the walk is over: whole-file answers are final from then on
+
+    # ---- names ----------------------------------------------------------------------------------------
+    def qualname(self, node: cst.CSTNode) -> str | None:
+        """Qualified name of a Name/Attribute chain through import aliases: with `import torch as T`,
+        `T.nn.functional.relu` -> "torch.nn.functional.relu"; None when the head is not imported."""
+        try:
+            return self._qualnames[node]
+        except KeyError:
+            pass
+        name = dotted(node)
+        qual = None
+        if name is not None:
+            head, _, rest = name.partition(".")
+            target = self.aliases.get(head)
+            if target is not None:
+                qual = f"{target}.{rest}" if rest else target
+        self._qualnames[node] = qual
+        return qual
+
+    def call_name(self, call: cst.Call) -> str | None:
+        return self.qualname(call.func)
+
+    def is_torch(self, node: cst.CSTNode, *names: str) -> bool:
+        return self.qualname(node) in names
+
+    # ---- where a node is ------------------------------------------------------------------------------
+    def site(self, node: cst.CSTNode) -> tuple[Frame, int]:
+        return self.sites[node]
+
+    def frame_of(self, node: cst.CSTNode) -> Frame:
+        return self.sites[node][0]
+
+    def function_at(self, frame: Frame) -> FunctionInfo | None:
+        return frame.function
+
+    # During the walk, about the node being visited (the rules' visit hooks use these).
+    @property
+    def loops(self) -> list[cst.CSTNode]:
+        """The loops (and comprehensions) around the current node in its function, outermost first."""
+        return [f.node for f in reversed(self.frame.loops())]
+
+    @property
+    def in_loop(self) -> bool:
+        return self.frame.loop is not None
+
+    @property
+    def in_logging_gate(self) -> bool:
+        return any(f.kind == "gate" for f in self._within_function(self.frame))
+
+    @property
+    def in_hot_loop(self) -> bool:
+        return self.in_loop and not self.in_logging_gate
+
+    @property
+    def in_no_grad(self) -> bool:
+        return self.frame.no_grad
+
+    @property
+    def in_compiled(self) -> bool:
+        return self.frame.compiled
+
+    @property
+    def function(self) -> cst.FunctionDef | None:
+        f = self.frame.function
+        while f is not None and f.is_lambda:
+            f = f.frame.parent.function
+        return f.node if f is not None else None
+
+    def torch_compiled(self, frame: Frame | None = None) -> bool:
+        """Inside (any level of) a function decorated with `torch.compile`: TorchDynamo traces this code."""
+        function = (frame or self.frame).function
+        while function is not None:
+            if any(d in api.TORCH_COMPILE for d in function.decorators):
+                return True
+            parent = function.frame.parent if function.frame is not None else None
+            function = parent.function if parent is not None else None
+        return False
+
+    @property
+    def function_info(self) -> FunctionInfo | None:
+        return self.frame.function
+
+    @property
+    def in_forward(self) -> bool:
+        f = self.frame.function
+        return f is not None and f.name == "forward" and f.cls is not None
+
+    @staticmethod
+    def _within_function(frame: Frame) -> Iterable[Frame]:
+        function = frame.function
+        while frame is not None and frame.function is function and frame.kind not in ("function", "lambda"):
+            yield frame
+            frame = frame.parent
+
+    def is_test_file(self) -> bool:
+        return self.facts.test_file
+
+    # ---- values (model/values.py) -------------------------------------------------------------------
+    def value(self, node: cst.CSTNode):
+        from perflint.model.values import Values
+
+        return Values.of(self).value(node)
+
+    def kind(self, node: cst.CSTNode) -> str | None:
+        """What an expression holds: "tensor", "ndarray", "module", "loader", ... or None (unknown)."""
+        return self.value(node).kind
+
+    def is_tensor(self, node: cst.CSTNode) -> bool:
+        return self.value(node).kind == "tensor"
+
+    def known(self, name: str) -> bool:
+        """Whether this file binds `name` where the current node can see it."""
+        scope = self.frame.scope
+        while scope is not None:
+            if name in scope.bindings:
+                return True
+            scope = scope.parent
+        return False
+
+    def calls_in(self, node: cst.CSTNode) -> set[str]:
+        """Qualified names (or dotted names, when not imported) of every call inside a subtree."""
+        key = ("calls-in", node)
+        names = self._memo.get(key)
+        if names is None:
+            from perflint.tree import find_all
+
+            names = self._memo[key] = set()
+            for call in find_all(node, cst.Call):
+                name = self.qualname(call.func) or dotted(call.func)
+                if name:
+                    names.add(name)
+        return names
+
+    def assigned_in(self, node: cst.CSTNode) -> set[str]:
+        """Dotted names (re)bound anywhere inside a subtree (a loop, with its target), in-place methods
+        (`x.mul_(2)`, `xs.append(t)`) included: a value not in this set is the same on every iteration."""
+        key = ("assigned-in", node)
+        names = self._memo.get(key)
+        if names is None:
+            names = self._memo[key] = _bound_names(node)
+        return names
+
+    def nodes(self, node_type: type) -> list:
+        """Every node of an indexed type (INDEXED), in file order."""
+        return self.index[node_type]
+
+
+_BINDERS = (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Call)
+_MUTATORS = ("append", "extend", "update", "add_module")
+
+
+def _bound_names(node: cst.CSTNode) -> set[str]:
+    from perflint.tree import find_all
+
+    out: set[str] = set()
+
+    def add(target: cst.CSTNode) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                add(e.value)
+        elif isinstance(target, cst.StarredElement):
+            add(target.value)
+        else:
+            name = dotted(target)
+            if name is None and isinstance(target, cst.Subscript):
+                name = dotted(target.value)
+            if name is not None:
+                out.add(name)
+
+    for n in find_all(node, _BINDERS):
+        if not isinstance(n, cst.Call):
+            add(n.target)
+        elif isinstance(n.func, cst.Attribute):
+            m = n.func.attr.value
+            if m.endswith("_") and not m.endswith("__") or m in _MUTATORS:
+                base = dotted(n.func.value)
+                if base is not None:
+                    out.add(base)
+    return out
+
+
+class Walker:
+    """Depth-first walk that builds the model and calls the rules' visit/leave hooks."""
+
+    def __init__(self, model: FileModel, visits: dict, leaves: dict, broken: dict) -> None:
+        self.model = model
+        self.visits, self.leaves = visits, leaves
+        self.broken = broken
+
+    # ---- rule hooks ------------------------------------------------------------------------------------
+    def call(self, rule, fn: Callable, *args) -> None:
+        """Call one rule hook outside the walk (`finish`), with the same crash handling."""
+        if rule in self.broken:
+            return
+        try:
+            fn(*args)
+        except RecursionError:
+            raise
+        except Exception as e:
+            self._crashed(rule, e)
+
+    def _crashed(self, rule, error: Exception) -> None:
+        """A rule bug must not stop the other rules or files: record it and stop calling that rule."""
+        self.broken[rule] = f"{type(error).__name__}: {error}"
+        self.visits = {t: [f for f in fns if f.__self__ is not rule] for t, fns in self.visits.items()}
+        self.leaves = {t: [f for f in fns if f.__self__ is not rule] for t, fns in self.leaves.items()}
+
+    def _hooks(self, fns: list[Callable], node: cst.CSTNode) -> None:
+        model = self.model
+        for fn in fns:
+            try:
+                fn(node, model)
+            except RecursionError:
+                raise
+            except Exception as e:
+                self._crashed(fn.__self__, e)
+
+    # ---- the walk --------------------------------------------------------------------------------------
+    def walk(self, node: cst.CSTNode) -> None:
+        model = self.model
+        model.order += 1
+        model.sites[node] = (model.frame, model.order)
+        node_type = type(node)
+        listed = model.index.get(node_type)
+        if listed is not None:
+            listed.append(node)
+        fns = self.visits.get(node_type)
+        if fns:
+            self._hooks(fns, node)
+        special = _SPECIAL.get(node_type)
+        if special is not None:
+            special(self, node)
+        else:
+            self.children(node)
+        fns = self.leaves.get(node_type)
+        if fns:
+            self._hooks(fns, node)
+
+    def children(self, node: cst.CSTNode, skip: tuple[str, ...] = ()) -> None:
+        walk = self.walk
+        for name in fields(type(node)):
+            if name in skip:
+                continue
+            value = getattr(node, name)
+            kind = type(value)
+            if kind is tuple or kind is list:
+                for child in value:
+                    if is_node_type(type(child)):
+                        walk(child)
+            elif is_node_type(kind):
+                walk(value)
+
+    def _in(self, frame: Frame, nodes: Iterable[cst.CSTNode]) -> None:
+        model = self.model
+        outer, model.frame = model.frame, frame
+        try:
+            for n in nodes:
+                if n is not None:
+                    self.walk(n)
+        finally:
+            model.frame = outer
+
+    def bind(self, target: cst.CSTNode, how: str, value, path: tuple = ()) -> None:
+        """Record what an assignment target now holds; tuples are unpacked into paths."""
+        model = self.model
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for i, element in enumerate(target.elements):
+                if isinstance(element, cst.StarredElement):
+                    self.bind(element.value, "del", None)
+                else:
+                    self.bind(element.value, how, value, path + (i,))
+            return
+        if isinstance(target, cst.StarredElement):
+            self.bind(target.value, "del", None)
+            return
+        name = dotted(target)
+        if name is None:
+            return
+        frame = model.frame
+        binding = Binding(model.order, how, target, value, path, frame)
+        if name.startswith("self.") and name.count(".") == 1:
+            function = frame.function
+            if function is not None and function.cls is not None:
+                function.cls.attrs.setdefault(name[5:], []).append(binding)
+                return
+        scope = frame.scope
+        if name in scope.globals:
+            scope = model.module_scope
+        scope.bind(name, binding)
+
+    # ---- context-changing nodes -------------------------------------------------------------------------
+    def _import(self, node: cst.Import) -> None:
+        model = self.model
+        for alias in node.names:
+            full = dotted(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+                model.aliases[local] = full
+            else:
+                local = full.split(".")[0]
+                model.aliases[local] = local
+            model.frame.scope.bind(local, Binding(model.order, "import", alias, full, (), model.frame))
+        self.children(node)
+
+    def _import_from(self, node: cst.ImportFrom) -> None:
+        model = self.model
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        base = dotted(node.module)
+        for alias in node.names:
+            name = dotted(alias.name)
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
+                else name
+            if name and local:
+                model.aliases[local] = f"{base}.{name}"
+                model.frame.scope.bind(local, Binding(model.order, "import", alias, f"{base}.{name}", (),
+                                                      model.frame))
+
+    def _decorator_names(self, decorators) -> list[str]:
+        out = []
+        for d in decorators:
+            expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            name = self.model.qualname(expr) or dotted(expr)
+            if name:
+                out.append(name)
+        return out
+
+    def _function(self, node: cst.FunctionDef) -> None:
+        model = self.model
+        for d in node.decorators:
+            self.walk(d)
+        decorators = self._decorator_names(node.decorators)
+        outer = model.frame
+        cls = outer.scope.cls if outer.scope.kind == "class" else None
+        info = FunctionInfo(node, node.name.value, cls, decorators)
+        if cls is not None:
+            cls.methods[info.name] = info
+        model.functions.append(info)
+        model.function_of[node] = info
+        self.bind(node.name, "def", info)
+        self.walk(node.params)  # defaults and annotations are evaluated in the enclosing scope
+        compiled = any(d in api.COMPILERS or d == "torch.jit.script_method" for d in decorators)
+        no_grad = any(d in api.NO_GRAD for d in decorators)
+        self._enter_function(info, node, node.params, compiled, no_grad, node.body)
+
+    def _enter_function(self, info: FunctionInfo, node, params: cst.Parameters, compiled: bool, no_grad: bool,
+                        body) -> None:
+        model = self.model
+        outer = model.frame
+        parent_scope = outer.scope
+        while parent_scope.kind == "class":  # a method does not see its class's names
+            parent_scope = parent_scope.parent
+        info.scope = Scope(node, "lambda" if info.is_lambda else "function", parent_scope, function=info)
+        frame = Frame("lambda" if info.is_lambda else "function", node, outer, scope=info.scope, function=info,
+                      no_grad=no_grad, compiled=compiled)
+        info.frame = frame
+        model.frame = frame
+        try:
+            for kind, group in (("pos", params.posonly_params), ("pos", params.params), ("kw", params.kwonly_params)):
+                for p in group:
+                    info.params.append((p.name.value, p, kind))
+                    info.scope.bind(p.name.value, Binding(model.order, "param", p, info, (), frame))
+            for p in (params.star_arg, params.star_kwarg):
+                if isinstance(p, cst.Param):
+                    info.params.append((p.name.value, p, "star"))
+                    info.scope.bind(p.name.value, Binding(model.order, "param", p, info, (), frame))
+            self.walk(body)
+        finally:
+            model.frame = outer
+
+    def _lambda(self, node: cst.Lambda) -> None:
+        model = self.model
+        self.walk(node.params)
+        info = FunctionInfo(node, "<lambda>", None, [])
+        model.functions.append(info)
+        model.function_of[node] = info
+        self._enter_function(info, node, node.params, False, False, node.body)
+
+    def _class(self, node: cst.ClassDef) -> None:
+        model = self.model
+        for d in node.decorators:
+            self.walk(d)
+        for base in node.bases:
+            self.walk(base)
+        bases = [model.qualname(b.value) or dotted(b.value) or "" for b in node.bases]
+        info = ClassInfo(node, bases)
+        model.classes.setdefault(info.name, info)
+        self.bind(node.name, "class", info)
+        outer = model.frame
+        info.scope = Scope(node, "class", outer.scope, cls=info)
+        self._in(Frame("class", node, outer, scope=info.scope), [node.body])
+
+    def _for(self, node: cst.For) -> None:
+        model = self.model
+        self.walk(node.iter)
+        frame = Frame("loop", node, model.frame)
+        model.all_loops.append(frame)
+        outer, model.frame = model.frame, frame
+        try:
+            self.bind(node.target, "for", node.iter)
+            self.walk(node.target)
+            self.walk(node.body)
+        finally:
+            model.frame = outer
+        if node.orelse is not None:
+            self._in(Frame("branch", node.orelse, model.frame), [node.orelse])
+
+    def _while(self, node: cst.While) -> None:
+        model = self.model
+        frame = Frame("loop", node, model.frame)
+        model.all_loops.append(frame)
+        self._in(frame, [node.test, node.body])
+        if node.orelse is not None:
+            self._in(Frame("branch", node.orelse, model.frame), [node.orelse])
+
+    def _comprehension(self, node: cst.CSTNode) -> None:
+        model = self.model
+        self.walk(node.for_in.iter)  # evaluated once, in the enclosing scope
+        outer = model.frame
+        scope = Scope(node, "comprehension", outer.scope)
+        scope.function = outer.scope.function
+        frame = Frame("comprehension", node, outer, scope=scope)
+        model.all_loops.append(frame)
+        model.frame = frame
+        try:
+            for_in = node.for_in
+            first = True
+            while for_in is not None:
+                if not first:
+                    self.walk(for_in.iter)
+                first = False
+                self.bind(for_in.target, "comp", for_in.iter)
+                self.walk(for_in.target)
+                for cond in for_in.ifs:
+                    self.walk(cond)
+                for_in = for_in.inner_for_in
+            for name in ("elt", "key", "value"):
+                child = getattr(node, name, None)
+                if child is not None:
+                    self.walk(child)
+        finally:
+            model.frame = outer
+
+    def _if(self, node: cst.If) -> None:
+        model = self.model
+        self.walk(node.test)
+        gated = model.frame.loop is not None and _gate(node.test)
+        self._in(Frame("gate" if gated else "branch", node, model.frame), [node.body])
+        if node.orelse is not None:
+            self._in(Frame("branch", node.orelse, model.frame), [node.orelse])
+
+    def _try(self, node) -> None:
+        model = self.model
+        self.walk(node.body)
+        for handler in node.handlers:
+            frame = Frame("branch", handler, model.frame)
+            outer, model.frame = model.frame, frame
+            try:
+                if handler.name is not None:
+                    self.bind(handler.name.name, "except", handler)
+                self.children(handler)
+            finally:
+                model.frame = outer
+        if node.orelse is not None:
+            self._in(Frame("branch", node.orelse, model.frame), [node.orelse])
+        if node.finalbody is not None:
+            self.walk(node.finalbody)
+
+    def _with(self, node: cst.With) -> None:
+        model = self.model
+        no_grad = False
+        for item in node.items:
+            self.walk(item.item)
+            expr = item.item.func if isinstance(item.item, cst.Call) else item.item
+            if model.qualname(expr) in api.NO_GRAD:
+                no_grad = True
+            if item.asname is not None:
+                self.bind(item.asname.name, "with", item.item)
+                self.walk(item.asname)
+        if no_grad:
+            self._in(Frame("block", node, model.frame, no_grad=True), [node.body])
+        else:
+            self.walk(node.body)
+
+    def _assign(self, node: cst.Assign) -> None:
+        self.walk(node.value)
+        for target in node.targets:
+            self.bind(target.target, "assign", node.value)
+            self.walk(target)
+
+    def _ann_assign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.walk(node.value)
+        self.walk(node.annotation)
+        if node.value is not None:
+            self.bind(node.target, "assign", node.value)
+        else:
+            self.bind(node.target, "annotation", node.annotation)
+        self.walk(node.target)
+
+    def _aug_assign(self, node: cst.AugAssign) -> None:
+        self.walk(node.value)
+        self.bind(node.target, "aug", node)
+        self.walk(node.target)
+
+    def _named_expr(self, node: cst.NamedExpr) -> None:
+        self.walk(node.value)
+        self.bind(node.target, "walrus", node.value)
+        self.walk(node.target)
+
+    def _expr(self, node: cst.Expr) -> None:
+        self.children(node)
+        call = node.value
+        # `model.to(device)`, `model.cuda()`, `model.eval()` on their own move or change a module in place.
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+                and call.func.attr.value in api.MODULE_SELF_METHODS:
+            receiver = call.func.value
+            if dotted(receiver) is not None:
+                self.bind(receiver, "mutate", call)
+
+    def _global(self, node) -> None:
+        for item in node.names:
+            if isinstance(item.name, cst.Name):
+                self.model.frame.scope.globals.add(item.name.value)
+
+    def _del(self, node: cst.Del) -> None:
+        self.children(node)
+        self.bind(node.target, "del", None)
+
+    def _call(self, node: cst.Call) -> None:
+        model = self.model
+        model.calls.append(node)
+        function = model.frame.function
+        if function is not None:
+            function.calls.append(node)
+        self.children(node)
+
+    def _raise(self, node: cst.Raise) -> None:
+        self._in(Frame("error", node, self.model.frame), [node.exc, node.cause])
+
+    def _assert(self, node: cst.Assert) -> None:
+        self.walk(node.test)
+        if node.msg is not None:
+            self._in(Frame("error", node, self.model.frame), [node.msg])
+
+    def _return(self, node: cst.Return) -> None:
+        function = self.model.frame.function
+        if function is not None and node.value is not None:
+            function.returns.append(node.value)
+        self.children(node)
+
+
+_SPECIAL: dict[type, Callable[[Walker, cst.CSTNode], None]] = {
+    cst.Import: Walker._import,
+    cst.ImportFrom: Walker._import_from,
+    cst.FunctionDef: Walker._function,
+    cst.Lambda: Walker._lambda,
+    cst.ClassDef: Walker._class,
+    cst.For: Walker._for,
+    cst.While: Walker._while,
+    cst.If: Walker._if,
+    cst.Try: Walker._try,
+    cst.TryStar: Walker._try,
+    cst.With: Walker._with,
+    cst.Assign: Walker._assign,
+    cst.AnnAssign: Walker._ann_assign,
+    cst.AugAssign: Walker._aug_assign,
+    cst.NamedExpr: Walker._named_expr,
+    cst.Expr: Walker._expr,
+    cst.Global: Walker._global,
+    cst.Nonlocal: Walker._global,
+    cst.Del: Walker._del,
+    cst.Call: Walker._call,
+    cst.Return: Walker._return,
+    cst.Raise: Walker._raise,
+    cst.Assert: Walker._assert,
+    **{c: Walker._comprehension for c in _COMPREHENSIONS},
+}

@@ -1,0 +1,334 @@
+"""Which code runs on every step of training or inference, with the evidence.
+
+A loop is a *step* loop when it iterates a data loader, or when each iteration does a step's work
+(a module's forward, `.backward()`, an optimizer or environment step) and it is not a loop of a few
+constant iterations. A loop whose iterations each run a whole step loop (epochs, hyper-parameter
+trials) is an *outer* loop: its own body runs once per epoch. Loops that wait for `input()` or only
+plot are *cold*. Other loops (over a module's blocks, a few micro-batches) are *neutral*: their body
+runs as often as the code around them.
+
+Code is on the per-step path when the nearest deciding frame around it is a step loop, or when its
+function runs every step: a module's `forward` (and Lightning's `*_step` hooks), or a function called
+from per-step code in this file, transitively. A block gated by `if step % k == 0:` or `if i == 0:`
+inside the step loop is not per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from perflint.model import torchapi as api
+from perflint.model.names import dotted, int_value, method_name, target_names
+from perflint.model.program import FileModel, Frame, FunctionInfo
+from perflint.model.values import LOADER, MODULE, OPTIMIZER, TENSOR, Values, element_of
+
+STEP, OUTER, SMALL, NEUTRAL, COLD = "step", "outer", "small", "neutral", "cold"
+_SMALL_RANGE = 16  # `for i in range(k)` with a literal k at most this is a few fixed iterations
+_STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "forward"}
+_WRAPPERS = {"enumerate", "tqdm", "iter", "zip", "trange", "track", "progress_bar", "reversed", "islice",
+             "chain", "cycle", "prefetch", "Prefetcher", "PrefetchLoader", "MetricLogger.log_every", "log_every"}
+
+
+@dataclass(frozen=True)
+class Step:
+    hot: bool
+    why: tuple = ()  # ("runs every step: loop over `{}`", node), ...
+
+
+NOT_PER_STEP = Step(False)
+
+
+@dataclass(frozen=True)
+class LoopKind:
+    kind: str
+    why: tuple = ()
+
+
+class Steps:
+    """The per-step questions of one file, cached on its model."""
+
+    def __init__(self, model: FileModel) -> None:
+        self.model = model
+        self.values = Values.of(model)
+        self.loop_kinds: dict[Frame, LoopKind] = {}
+        self.function_steps: dict[FunctionInfo, Step] = {}
+        self._calls_in: dict[Frame, list[cst.Call]] | None = None
+        self._step_work: dict[FunctionInfo, tuple | None] = {}
+        self._has_step_loop: dict[FunctionInfo, tuple | None] = {}
+
+    @staticmethod
+    def of(model: FileModel) -> "Steps":
+        key = "steps" if model.complete else "steps-during-walk"
+        steps = model._memo.get(key)
+        if steps is None:
+            steps = model._memo[key] = Steps(model)
+        return steps
+
+    # ---- where a node runs -------------------------------------------------------------------------------
+    def at(self, node: cst.CSTNode) -> Step:
+        frame, _ = self.model.site(node)
+        return self.in_frame(frame)
+
+    def in_frame(self, frame: Frame) -> Step:
+        gate: Frame | None = None
+        for f in frame.chain():
+            kind = f.kind
+            if kind == "error":
+                return Step(False, (("only when raising an error", f.node),))
+            if kind == "gate" and gate is None:
+                gate = f
+            elif kind in ("loop", "comprehension"):
+                loop = self.loop_kind(f)
+                if gate is not None and loop.kind in (SMALL, NEUTRAL) and _gate_over(gate, f):
+                    gate = None  # `if i % 2 == 0` over an inner loop's index: still every step
+                if loop.kind == STEP:
+                    if gate is not None:
+                        return Step(False, (("gated by `{}`", gate.node.test),))
+                    return Step(True, loop.why)
+                if loop.kind in (OUTER, COLD):
+                    return Step(False, loop.why)
+            elif kind in ("function", "lambda"):
+                if gate is not None:
+                    return Step(False, (("gated by `{}`", gate.node.test),))
+                return self.function(f.function)
+            elif kind in ("class", "module"):
+                return NOT_PER_STEP
+        return NOT_PER_STEP
+
+    def function(self, info: FunctionInfo) -> Step:
+        found = self.function_steps.get(info)
+        if found is not None:
+            return found
+        self.function_steps[info] = NOT_PER_STEP  # a cycle of calls proves nothing
+        result = self._function(info)
+        self.function_steps[info] = result
+        return result
+
+    def _function(self, info: FunctionInfo) -> Step:
+        if info.name.startswith("test_") or self.model.facts.test_file and info.cls is None:
+            return NOT_PER_STEP
+        if info.cls is not None and info.name in _STEP_HOOKS and self.values.is_module_class(info.cls):
+            return Step(True, ((f"runs every step: `{info.cls.name}.{info.name}`", info.node.name),))
+        if info.is_lambda:
+            return self.in_frame(info.frame.parent)
+        for call in self.values.callers().get(info, ()):
+            outer = self.at(call)
+            if outer.hot:
+                return Step(True, ((f"`{info.qualname}` is called every step by `{{}}`", call), *outer.why[:2]))
+        return NOT_PER_STEP
+
+    # ---- loops --------------------------------------------------------------------------------------------
+    def loop_kind(self, frame: Frame) -> LoopKind:
+        found = self.loop_kinds.get(frame)
+        if found is None:
+            self.loop_kinds[frame] = LoopKind(NEUTRAL)  # while deciding (a loop seen through a call cycle)
+            found = self.loop_kinds[frame] = self._loop_kind(frame)
+        return found
+
+    def _loop_kind(self, frame: Frame) -> LoopKind:
+        node = frame.node
+        if isinstance(node, cst.For):
+            target, iterable = node.target, node.iter
+        elif isinstance(node, cst.While):
+            target, iterable = None, None
+        else:
+            target, iterable = node.for_in.target, node.for_in.iter
+        calls = self.calls_in(frame)
+        model = self.model
+        for call in calls:
+            qual = model.qualname(call.func) or dotted(call.func) or ""
+            if qual in api.INTERACTIVE:
+                return LoopKind(COLD, (("waits for `{}`", call),))
+        sources = _sources(iterable) if iterable is not None else []
+        for source in sources:
+            v = self.values.value(source)
+            if v.kind == LOADER:
+                return LoopKind(STEP, (("runs every step: loop over `{}`", source),))
+        inner = self.inner_step_loop(frame, calls)
+        if inner is not None:
+            return LoopKind(OUTER, inner)
+        if iterable is not None and self._few(iterable, sources):
+            return LoopKind(SMALL)
+        if iterable is not None and _over_model_tensors(sources):
+            return LoopKind(NEUTRAL)
+        work = self.step_work(calls)
+        if work is not None:
+            return LoopKind(STEP, ((f"runs every step: each iteration runs `{{}}`", work),
+                                   ("loop at `{}`", _header(node))))
+        if any(_plots(model, call) for call in calls):
+            return LoopKind(COLD, (("a loop that plots", node),))
+        return LoopKind(NEUTRAL)
+
+    def _few(self, iterable: cst.CSTNode, sources: list) -> bool:
+        """A loop of a few fixed iterations: `range(3)`, `for x in (a, b, c)`, `for k in ["a", "b"]`."""
+        for source in sources or [iterable]:
+            if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value == "range":
+                args = [a.value for a in source.args]
+                if args and all(int_value(a) is not None for a in args):
+                    bounds = [int_value(a) for a in args]
+                    n = bounds[0] if len(bounds) == 1 else (bounds[1] - bounds[0]) // (bounds[2] if len(bounds) > 2
+                                                                                         and bounds[2] else 1)
+                    if n <= _SMALL_RANGE:
+                        return True
+            if isinstance(source, (cst.Tuple, cst.List, cst.Set)) and len(source.elements) <= _SMALL_RANGE:
+                return True
+        return False
+
+    def calls_in(self, frame: Frame) -> list[cst.Call]:
+        """The calls inside a loop (nested loops included, nested functions not)."""
+        if self._calls_in is None:
+            self._calls_in = {}
+            sites = self.model.sites
+            for call in self.model.calls:
+                f = sites[call][0]
+                function = f.function
+                for loop in f.loops():
+                    if loop.function is function:
+                        self._calls_in.setdefault(loop, []).append(call)
+        return self._calls_in.get(frame, [])
+
+    def inner_step_loop(self, frame: Frame, calls: list[cst.Call]) -> tuple | None:
+        """Evidence that each iteration of this loop runs a whole step loop: a step loop inside it, or a
+        call to a function of this file that has one."""
+        for loop in self.model.all_loops:
+            if loop is not frame and loop.function is frame.function and frame.encloses(loop) \
+                    and self.loop_kind(loop).kind == STEP:
+                return (("each iteration runs the step loop at `{}`", _header(loop.node)),)
+        for call in calls:
+            callee = self.values.callee(call)
+            if callee is not None and self.has_step_loop(callee) is not None:
+                return ((f"each iteration calls `{callee.qualname}`, which loops over steps", call),)
+        return None
+
+    def has_step_loop(self, info: FunctionInfo) -> tuple | None:
+        if info in self._has_step_loop:
+            return self._has_step_loop[info]
+        self._has_step_loop[info] = None
+        found = None
+        for loop in self.model.all_loops:
+            if loop.function is info and self.loop_kind(loop).kind in (STEP, OUTER):
+                found = (("a step loop", loop.node),)
+                break
+        if found is None:
+            for call in info.calls:
+                callee = self.values.callee(call)
+                if callee is not None and callee is not info and self.has_step_loop(callee) is not None:
+                    found = (("a step loop", call),)
+                    break
+        self._has_step_loop[info] = found
+        return found
+
+    def step_work(self, calls: list[cst.Call]) -> cst.Call | None:
+        """The first call among these that does a step's work: a module's forward, `.backward()`, an
+        optimizer or environment step, or a function of this file that does one of these."""
+        for call in calls:
+            if self.is_step_work(call):
+                return call
+        return None
+
+    def is_step_work(self, call: cst.Call, depth: int = 0) -> bool:
+        method = method_name(call)
+        receiver = (dotted(call.func.value) or "").lower() if isinstance(call.func, cst.Attribute) else ""
+        if method == "backward":
+            return True
+        if method == "step" and receiver and "sched" not in receiver:
+            if any(w in receiver for w in ("optim", "opt", "scaler", "env")):
+                return True
+            if self.values.value(call.func.value).kind == OPTIMIZER:
+                return True
+        if self.model.qualname(call.func) == "torch.autograd.backward":
+            return True
+        callee = self.values.callee(call)
+        if callee is not None:
+            if callee.name == "__init__":
+                return False
+            if depth < 3:
+                return self.function_does_step_work(callee, depth + 1)
+            return False
+        if isinstance(call.func, (cst.Name, cst.Attribute, cst.Subscript)) and self.model.qualname(call.func) is None:
+            v = self.values.value(call.func)
+            if v.kind == MODULE:
+                return True
+        return False
+
+    def function_does_step_work(self, info: FunctionInfo, depth: int) -> bool:
+        if info in self._step_work:
+            return self._step_work[info] is not None
+        self._step_work[info] = None
+        for call in info.calls:
+            if self.is_step_work(call, depth):
+                self._step_work[info] = ((), call)
+                return True
+        return False
+
+
+def _sources(iterable: cst.CSTNode) -> list[cst.CSTNode]:
+    """What a loop really iterates: `enumerate(L)`, `tqdm(L)`, `zip(A, B)`, `iter(L)` -> [L], [A, B]."""
+    out = []
+    stack = [iterable]
+    while stack:
+        it = stack.pop()
+        if isinstance(it, cst.Call) and it.args and isinstance(it.func, (cst.Name, cst.Attribute)):
+            head = (dotted(it.func) or "").rsplit(".", 1)[-1]
+            if head in _WRAPPERS or dotted(it.func) in _WRAPPERS:
+                if head == "zip":
+                    stack.extend(a.value for a in reversed(it.args) if a.keyword is None and not a.star)
+                else:
+                    first = next((a for a in it.args if a.keyword is None and not a.star), None)
+                    if first is not None:
+                        stack.append(first.value)
+                continue
+        out.append(it)
+    return out
+
+
+def _over_model_tensors(sources: list) -> bool:
+    """`model.parameters()`, `state_dict().items()`, `named_parameters()`: saving or copying tensors."""
+    for source in sources:
+        while isinstance(source, cst.Call) and method_name(source) in ("items", "values", "keys"):
+            source = source.func.value
+        if isinstance(source, cst.Call) and method_name(source) in (
+                "parameters", "named_parameters", "buffers", "named_buffers", "state_dict", "modules",
+                "named_modules", "children", "param_groups"):
+            return True
+    return False
+
+
+def _plots(model: FileModel, call: cst.Call) -> bool:
+    qual = model.qualname(call.func) or ""
+    if qual.startswith(api.PLOTTING_PREFIXES):
+        return True
+    name = dotted(call.func) or ""
+    head = name.split(".", 1)[0]
+    return head in ("plt", "ax", "axes", "fig", "axs") or name.endswith(("imshow", "savefig", "show_images"))
+
+
+def _gate_over(gate: Frame, loop: Frame) -> bool:
+    """Whether a gate's condition tests an inner loop's own index (`for i, blk in ...: if i % 2:`)."""
+    node = loop.node
+    target = node.target if isinstance(node, cst.For) else getattr(getattr(node, "for_in", None), "target", None)
+    if target is None:
+        return False
+    names = {n.value for n in _names(gate.node.test)}
+    return bool(names & target_names(target))
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    from perflint.tree import find_all
+
+    return find_all(node, cst.Name)
+
+
+def _header(node: cst.CSTNode) -> cst.CSTNode:
+    """The part of a loop to show in evidence: its iterable, or a while loop's condition."""
+    if isinstance(node, cst.For):
+        return node.iter
+    if isinstance(node, cst.While):
+        return node.test
+    return node.for_in.iter if hasattr(node, "for_in") else node
+
+
+def step_at(model: FileModel, node: cst.CSTNode) -> Step:
+    return Steps.of(model).at(node)

@@ -1,0 +1,903 @@
+"""What a value is and where it lives, inferred from the code around it, with the evidence.
+
+`value_of(model, node)` follows names to their bindings (the last one before the use, in file order;
+every branch that may have set it), function parameters to the arguments at the call sites this file
+shows, and calls to what the PyTorch API (or the file's own functions) return. A `Value` has a kind
+(tensor, ndarray, module, loader, ...), for tensors and modules a device (on the device, on the host,
+or unknown) and `why`: the few places that decided it, most telling first, which findings show as
+evidence. Unknown is an answer: rules report nothing on what the model cannot see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import libcst as cst
+
+from perflint.model import torchapi as api
+from perflint.model.names import dotted, int_value, keyword, method_name, positional, string_value
+from perflint.model.program import Binding, ClassInfo, FileModel, FunctionInfo, Frame
+
+# Kinds.
+TENSOR = "tensor"
+NDARRAY = "ndarray"
+NUMBER = "number"  # a Python (or numpy) scalar
+MODULE = "module"
+LOADER = "loader"
+OPTIMIZER = "optimizer"
+DEVICE = "device"  # a device object or string (its `device` says which side)
+FUNCTION = "function"
+OTHER = "other"  # something known not to be any of the above (a string, a list, None)
+# Where a tensor or module lives.
+ON_DEVICE = "device"
+ON_HOST = "host"
+
+Why = tuple  # (text, node): "{}" in the text is replaced by the node's code, "L<n>" by its line
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: str | None = None
+    device: str | None = None
+    why: tuple = ()  # evidence for the kind and the device, most telling first
+    items: tuple | None = None  # the elements of a tuple or list, when known
+    element: "Value | None" = None  # what iterating it gives, when known
+    origin: cst.CSTNode | None = None  # for a host tensor: the call that made it there (factory, constructor)
+    loader: cst.CSTNode | None = None  # for a loader or a batch from one: the loader's expression
+    function: FunctionInfo | None = None
+    cls: ClassInfo | None = None
+
+    @property
+    def on_device(self) -> bool:
+        return self.device == ON_DEVICE
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == TENSOR
+
+
+UNKNOWN = Value()
+NUMBER_VALUE = Value(NUMBER)
+OTHER_VALUE = Value(OTHER)
+_MAX_WHY = 4
+
+
+def _why(*items) -> tuple:
+    """Evidence items, duplicates dropped, at most a few."""
+    out, seen = [], set()
+    for item in items:
+        if item is None:
+            continue
+        for why in (item if isinstance(item, tuple) and item and isinstance(item[0], tuple) else (item,)):
+            if why and why[1] not in seen:
+                seen.add(why[1])
+                out.append(why)
+    return tuple(out[:_MAX_WHY])
+
+
+def join(values: list[Value]) -> Value:
+    """What a name holds when several bindings may reach a use: the kind they agree on (ignoring
+    unknowns), on the device if any path puts it there (the code's intended run is the one on the GPU),
+    on the host only if every path does."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return UNKNOWN
+    if len(values) == 1:
+        return values[0]
+    kinds = {v.kind for v in values} - {None}
+    kind = kinds.pop() if len(kinds) == 1 else None
+    devices = {v.device for v in values}
+    device = ON_DEVICE if ON_DEVICE in devices else (ON_HOST if devices == {ON_HOST} else None)
+    pick = next((v for v in values if v.kind == kind and v.device == device), values[0])
+    return Value(kind, device, pick.why if kind is not None or device is not None else (),
+                 pick.items if all(v.items == pick.items for v in values) else None,
+                 pick.element, pick.origin if device == ON_HOST else None, pick.loader, pick.function, pick.cls)
+
+
+class Values:
+    """The value questions of one file, cached on its model."""
+
+    def __init__(self, model: FileModel) -> None:
+        self.model = model
+        self.memo: dict = {}
+        self.active: set = set()
+        self._callers: dict[FunctionInfo, list[cst.Call]] | None = None
+
+    @staticmethod
+    def of(model: FileModel) -> "Values":
+        """The file's value questions. During the walk the answers see only the code walked so far, so
+        they are kept apart and dropped when the walk ends."""
+        key = "values" if model.complete else "values-during-walk"
+        values = model._memo.get(key)
+        if values is None:
+            values = model._memo[key] = Values(model)
+        return values
+
+    # ---- entry point ----------------------------------------------------------------------------------
+    def value(self, node: cst.CSTNode) -> Value:
+        memo = self.memo
+        found = memo.get(node)
+        if found is not None:
+            return found
+        if node in self.active:
+            return UNKNOWN  # a cycle (x = f(x) in a loop): say nothing
+        self.active.add(node)
+        try:
+            result = self._value(node)
+        finally:
+            self.active.discard(node)
+        memo[node] = result
+        return result
+
+    def _site(self, node: cst.CSTNode) -> tuple[Frame, int]:
+        site = self.model.sites.get(node)
+        return site if site is not None else (self.model.frame, self.model.order)
+
+    def _value(self, node: cst.CSTNode) -> Value:
+        if isinstance(node, cst.Name):
+            return self.name(node.value, node)
+        if isinstance(node, cst.Attribute):
+            return self.attribute(node)
+        if isinstance(node, cst.Call):
+            return self.call(node)
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, cst.MatrixMultiply):
+                return self.combine(node, [node.left, node.right], keep_origin=False)
+            return self.combine(node, [node.left, node.right])
+        if isinstance(node, cst.UnaryOperation):
+            if isinstance(node.operator, cst.Not):
+                return NUMBER_VALUE
+            return self.value(node.expression)
+        if isinstance(node, cst.Comparison):
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+                return NUMBER_VALUE
+            return self.combine(node, [node.left, *(c.comparator for c in node.comparisons)], keep_origin=False,
+                                numbers=True)
+        if isinstance(node, cst.BooleanOperation):
+            return join([self.value(node.left), self.value(node.right)])
+        if isinstance(node, cst.Subscript):
+            return self.subscript(node)
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+            return NUMBER_VALUE
+        if isinstance(node, (cst.SimpleString, cst.FormattedString)):
+            device, why = self.device_of(node)  # "cuda:0", f"cuda:{rank}": a device, written as a string
+            return Value(DEVICE, device, why) if device is not None else OTHER_VALUE
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Dict,
+                             cst.DictComp, cst.Set, cst.SetComp, cst.Lambda)):
+            return OTHER_VALUE
+        if isinstance(node, (cst.Tuple, cst.List)):
+            items = tuple(self.value(e.value) if not isinstance(e, cst.StarredElement) else UNKNOWN
+                          for e in node.elements)
+            return Value(OTHER, items=items, element=join(list(items)) if items else None)
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            return Value(OTHER, element=self.value(node.elt))
+        if isinstance(node, cst.IfExp):
+            return join([self.value(node.body), self.value(node.orelse)])
+        if isinstance(node, cst.NamedExpr):
+            return self.value(node.value)
+        return UNKNOWN
+
+    # ---- names ------------------------------------------------------------------------------------------
+    def name(self, name: str, node: cst.CSTNode) -> Value:
+        frame, order = self._site(node)
+        if name in ("True", "False"):
+            return NUMBER_VALUE
+        if name == "None":
+            return OTHER_VALUE
+        found = self.lookup(name, frame, order)
+        if found is None:
+            return self.guess(name, node)
+        if found.kind is None:  # `model = build(...).to(device)`: what the name says, where the code put it
+            guessed = self.guess(name, node)
+            if guessed.kind is not None and guessed.kind != LOADER:
+                return replace(found, kind=guessed.kind)
+        return found
+
+    def lookup(self, name: str, frame: Frame, order: int) -> Value | None:
+        """The value of `name` as seen at (frame, order): the bindings of the innermost scope that binds it."""
+        scope = frame.scope
+        first, same_time = True, True
+        while scope is not None:
+            if scope.kind == "class" and not first:
+                scope = scope.parent
+                continue
+            if name in scope.globals:
+                scope, first, same_time = self.model.module_scope, False, False
+                continue
+            bindings = scope.bindings.get(name)
+            if bindings:
+                return join([self.binding(b) for b in _reaching(bindings, frame, order if same_time else None)])
+            if scope.kind in ("function", "lambda"):
+                same_time = False  # an enclosing scope's names are read when the function runs: later
+            scope = scope.parent
+            first = False
+        return None
+
+    def guess(self, name: str, node: cst.CSTNode) -> Value:
+        """A name bound nowhere in the file (a global of another module, a builtin): its name may say."""
+        last = name.rsplit(".", 1)[-1]
+        lower = last.lower()
+        if last in api.TENSOR_NAMES:
+            return Value(TENSOR, why=(("`{}` (by its name)", node),))
+        if last in api.MODULE_NAMES or lower.endswith(("model", "_net")):
+            return Value(MODULE, why=(("`{}` (by its name)", node),))
+        if last in api.OPTIMIZER_NAMES:
+            return Value(OPTIMIZER)
+        if any(w in lower for w in api.LOADER_WORDS) and not lower.endswith(("s", "_fn", "_cls", "_kwargs",
+                                                                              "_args", "_names", "_list")):
+            return Value(LOADER, loader=node, why=(("`{}`", node),))
+        if _device_word(lower):
+            return Value(DEVICE, ON_DEVICE, why=(("`{}`", node),))
+        return UNKNOWN
+
+    def binding(self, b: Binding) -> Value:
+        key = ("binding", id(b))
+        found = self.memo.get(key)
+        if found is not None:
+            return found
+        if key in self.active:
+            return UNKNOWN
+        self.active.add(key)
+        try:
+            result = self._binding(b)
+        finally:
+            self.active.discard(key)
+        self.memo[key] = result
+        return result
+
+    def _binding(self, b: Binding) -> Value:
+        how = b.how
+        if how == "assign" or how == "walrus":
+            v = self.value(b.value)
+            v = project(v, b.path)
+            return _named(v, b.target, b.value) if not b.path else v
+        if how in ("for", "comp"):
+            return project(element_of(self.value(b.value)), b.path)
+        if how == "aug":
+            node: cst.AugAssign = b.value
+            frame, _ = self._site(node)
+            name = dotted(node.target)
+            before = self.lookup(name, frame, b.order) if name else None
+            right = self.value(node.value)
+            if before is None:
+                before = self.guess(name, node.target) if name else UNKNOWN
+            return _arith(node, [before, right], keep_origin=True)
+        if how == "param":
+            return self.param(b.value, b.target)
+        if how == "annotation":
+            return self.annotation(b.value)
+        if how == "mutate":
+            call: cst.Call = b.value
+            frame, _ = self._site(call)
+            name = dotted(call.func.value)
+            before = self.lookup(name, frame, b.order) if name else None
+            if before is None:
+                before = self.guess(name, call.func.value)
+            if before.kind != MODULE:
+                return before
+            return self.module_method(call, before, call.func.attr.value)
+        if how == "def":
+            return Value(FUNCTION, function=b.value)
+        if how == "class":
+            return Value(OTHER, cls=b.value)
+        if how == "import":
+            return OTHER_VALUE
+        return UNKNOWN
+
+    def annotation(self, node: cst.CSTNode) -> Value:
+        if isinstance(node, cst.Subscript):  # Optional[torch.Tensor], list[Tensor]
+            base = self.model.qualname(node.value) or dotted(node.value) or ""
+            if base.rsplit(".", 1)[-1] == "Optional" and len(node.slice) == 1 \
+                    and isinstance(node.slice[0].slice, cst.Index):
+                return self.annotation(node.slice[0].slice.value)
+            return OTHER_VALUE
+        qual = self.model.qualname(node) or dotted(node) or ""
+        last = qual.rsplit(".", 1)[-1]
+        why = (("annotated `{}`", node),)
+        if qual in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.BoolTensor") \
+                or last == "Tensor":
+            return Value(TENSOR, why=why)
+        if qual.startswith("numpy.") or last in ("ndarray", "NDArray", "ArrayLike"):
+            return Value(NDARRAY, why=why)
+        if qual in ("torch.nn.Module",) or last == "Module" and qual.startswith("torch"):
+            return Value(MODULE, why=why)
+        if last == "DataLoader":
+            return Value(LOADER, why=why)
+        if qual == "torch.device":
+            return Value(DEVICE, why=why)
+        if last in ("int", "float", "bool", "complex"):
+            return Value(NUMBER, why=why)
+        if last in ("str", "list", "dict", "tuple", "bytes", "Path"):
+            return Value(OTHER, why=why)
+        return UNKNOWN
+
+    # ---- parameters and call sites ----------------------------------------------------------------------
+    def callers(self) -> dict[FunctionInfo, list[cst.Call]]:
+        """Each function of the file and the calls in the file that resolve to it."""
+        if self._callers is None:
+            self._callers = {}
+            for call in self.model.calls:
+                target = self.callee(call)
+                if target is not None:
+                    self._callers.setdefault(target, []).append(call)
+        return self._callers
+
+    def callee(self, call: cst.Call) -> FunctionInfo | None:
+        """The function of this file that a call runs: `f(...)`, `self.m(...)`, `Cls.m(...)`, `Cls(...)`
+        (its `__init__`), when the model can tell."""
+        func = call.func
+        frame, order = self._site(call)
+        if isinstance(func, cst.Name):
+            found = self._bound_callable(func.value, frame, order)
+            if isinstance(found, FunctionInfo):
+                return found
+            if isinstance(found, ClassInfo):
+                return self.method(found, "__init__")
+            return None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            head, attr = func.value.value, func.attr.value
+            if head in ("self", "cls"):
+                function = frame.function
+                while function is not None and function.cls is None and function.frame is not None \
+                        and function.frame.parent is not None:
+                    function = function.frame.parent.function
+                if function is not None and function.cls is not None:
+                    return self.method(function.cls, attr)
+                return None
+            found = self._bound_callable(head, frame, order)
+            if isinstance(found, ClassInfo):
+                return self.method(found, attr)
+        return None
+
+    def _bound_callable(self, name: str, frame: Frame, order: int):
+        scope = frame.scope
+        while scope is not None:
+            bindings = scope.bindings.get(name)
+            if bindings:
+                for b in reversed(bindings):
+                    if b.how in ("def", "class"):
+                        return b.value
+                return None
+            scope = scope.parent
+        return None
+
+    def method(self, cls: ClassInfo, name: str) -> FunctionInfo | None:
+        seen = set()
+        while cls is not None and cls.name not in seen:
+            seen.add(cls.name)
+            found = cls.methods.get(name)
+            if found is not None:
+                return found
+            cls = next((self.model.classes.get(b.rsplit(".", 1)[-1]) for b in cls.bases
+                        if b.rsplit(".", 1)[-1] in self.model.classes), None)
+        return None
+
+    def param(self, info: FunctionInfo, param: cst.Param) -> Value:
+        name = param.name.value
+        if param.annotation is not None:
+            annotated = self.annotation(param.annotation.annotation)
+            if annotated.kind is not None:
+                return annotated
+        if info.cls is not None and name in ("self", "cls"):
+            return OTHER_VALUE
+        if param.star in ("*", "**"):
+            return OTHER_VALUE  # *args, **kwargs: a tuple, a dict
+        values = [self.value(a) for a in self.arguments(info, param)]
+        if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+            values.append(self.value(param.default))
+        known = [v for v in values if v.kind is not None or v.device is not None]
+        if known:
+            return join(known)
+        if info.name == "forward" and info.cls is not None and self.is_module_class(info.cls):
+            return Value(TENSOR, why=((f"input of `{info.cls.name}.forward`", param),))
+        return self.guess(name, param.name)
+
+    def arguments(self, info: FunctionInfo, param: cst.Param) -> list[cst.BaseExpression]:
+        """The expressions that call sites in this file pass for one parameter."""
+        name = param.name.value
+        positional_names = info.positional()
+        index = positional_names.index(name) if name in positional_names else None
+        out = []
+        for call in self.callers().get(info, ()):
+            if any(a.star for a in call.args):
+                continue
+            arg = keyword(call, name)
+            if arg is None and index is not None:
+                arg = positional(call, index)
+            if arg is not None:
+                out.append(arg.value)
+        return out
+
+    def is_module_class(self, cls: ClassInfo) -> bool:
+        """A class of this file that is an `nn.Module`: its bases lead to one, or (for bases imported from
+        elsewhere) it defines `forward`."""
+        key = ("module-class", cls.name)
+        found = self.memo.get(key)
+        if found is None:
+            self.memo[key] = False
+            found = False
+            for base in cls.bases:
+                last = base.rsplit(".", 1)[-1]
+                if base.startswith("torch.nn.") and last[:1].isupper() or last in ("Module", "LightningModule"):
+                    found = True
+                elif last in self.model.classes and self.model.classes[last] is not cls:
+                    found = self.is_module_class(self.model.classes[last])
+                if found:
+                    break
+            if not found and "forward" in cls.methods and self.model.facts.torch:
+                found = True
+            self.memo[key] = found
+        return found
+
+    # ---- attributes and subscripts ---------------------------------------------------------------------
+    def attribute(self, node: cst.Attribute) -> Value:
+        name = dotted(node)
+        frame, order = self._site(node)
+        if name is not None:
+            if name.startswith("self.") and name.count(".") == 1:
+                found = self.self_attribute(node.attr.value, frame)
+                if found is not None:
+                    return found
+            else:
+                found = self.lookup(name, frame, order)
+                if found is not None:
+                    return found
+            qual = self.model.qualname(node)
+            if qual is not None:
+                return self.qualified(qual, node)
+        attr = node.attr.value
+        base = self.value(node.value)
+        if base.kind == TENSOR:
+            if attr in api.TENSOR_ATTRS:
+                return replace(base, items=None, element=None)
+            if attr == "device":
+                return Value(DEVICE, base.device, _why((f"the device of `{{}}`", node.value), base.why))
+            if attr in api.PYTHON_ATTRS:
+                return OTHER_VALUE
+        if base.kind == MODULE:
+            if attr in api.MODULE_TENSOR_ATTRS:
+                return Value(TENSOR, base.device, base.why)
+            if attr == "device":
+                return Value(DEVICE, base.device, base.why)
+        if attr in ("shape", "ndim", "dtype"):
+            return OTHER_VALUE
+        if attr == "device":
+            return Value(DEVICE, ON_DEVICE if base.device != ON_HOST else ON_HOST,
+                         (("the device of `{}`", node.value),))
+        if name is not None:
+            return self.guess(name, node)
+        return UNKNOWN
+
+    def self_attribute(self, attr: str, frame: Frame) -> Value | None:
+        function = frame.function
+        while function is not None and function.cls is None and function.frame is not None \
+                and function.frame.parent is not None:
+            function = function.frame.parent.function
+        if function is None or function.cls is None:
+            return None
+        cls, seen = function.cls, set()
+        while cls is not None and cls.name not in seen:
+            seen.add(cls.name)
+            bindings = cls.attrs.get(attr)
+            if bindings:
+                return join([self.binding(b) for b in bindings])
+            cls = next((self.model.classes.get(b.rsplit(".", 1)[-1]) for b in cls.bases
+                        if b.rsplit(".", 1)[-1] in self.model.classes), None)
+        return None
+
+    def subscript(self, node: cst.Subscript) -> Value:
+        base = self.value(node.value)
+        if base.items is not None and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            index = int_value(node.slice[0].slice.value)
+            if index is not None and -len(base.items) <= index < len(base.items):
+                return base.items[index]
+        if base.kind in (TENSOR, NDARRAY):
+            return replace(base, items=None, element=None)
+        if base.kind == MODULE:  # self.blocks[i]
+            return replace(base, items=None)
+        if base.element is not None and base.kind == OTHER:
+            return base.element
+        return UNKNOWN
+
+    # ---- calls ------------------------------------------------------------------------------------------
+    def call(self, call: cst.Call) -> Value:
+        func = call.func
+        qual = self.model.qualname(func)
+        if qual is not None:
+            return self.qualified_call(qual, call)
+        if isinstance(func, cst.Name):
+            name = func.value
+            frame, order = self._site(call)
+            if name in api.BUILTIN_PYTHON and self.lookup(name, frame, order) is None:
+                return self.builtin(name, call)
+            bound = self.value(func)
+            if bound.kind == FUNCTION and bound.function is not None:
+                return self.returned(bound.function, call)
+            if bound.cls is not None:
+                if self.is_module_class(bound.cls):
+                    return Value(MODULE, ON_HOST, (("built by `{}`", call),), origin=call)
+                return Value(OTHER, cls=bound.cls)
+            if bound.kind == MODULE:
+                return self.module_output(call, bound)
+            if bound.kind == LOADER:
+                return bound
+            return self.opaque(call)
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            callee = self.callee(call)  # self.helper(x), Cls.method(x)
+            if callee is not None:
+                return self.returned(callee, call)
+            receiver = self.value(func.value)
+            if receiver.kind == TENSOR or receiver.kind is None and receiver.device == ON_DEVICE \
+                    and method in ("item", "tolist", "cpu", "numpy", "to", "cuda"):
+                return self.tensor_method(call, receiver, method)
+            if receiver.kind == NDARRAY:
+                return NUMBER_VALUE if method in ("item", "tolist", "sum", "mean", "max", "min") \
+                    and not call.args else Value(NDARRAY)
+            if receiver.kind == MODULE:
+                return self.module_method(call, receiver, method)
+            if receiver.kind == LOADER:
+                return UNKNOWN
+            if receiver.kind == OTHER and receiver.cls is not None:
+                info = self.method(receiver.cls, method)
+                return self.returned(info, call) if info is not None else UNKNOWN
+            own = self.value(func)  # `self.fc(x)`: an attribute holding a module
+            if own.kind == MODULE:
+                return self.module_output(call, own)
+            if own.kind == LOADER:
+                return own
+            if receiver.kind is None and method in ("to", "cuda") and dotted(func.value) is not None:
+                # `x.to(device)` of something unknown: whatever it is, it now lives on the device
+                moved = self.tensor_method(call, Value(TENSOR), method)
+                return replace(moved, kind=None) if moved.device is not None else UNKNOWN
+            return self.opaque(call)
+        callee = self.value(func)  # self.blocks[i](x), factory()(x)
+        if callee.kind == MODULE:
+            return self.module_output(call, callee)
+        return self.opaque(call)
+
+    def opaque(self, call: cst.Call) -> Value:
+        """A call the model cannot follow. Given a tensor on the device, its result is taken to be one
+        too (`accuracy(output, target)`), without claiming it is a tensor."""
+        for arg in call.args:
+            v = self.value(arg.value)
+            if v.kind == TENSOR and v.device == ON_DEVICE:
+                return Value(None, ON_DEVICE, _why((f"`{{}}` is given a device tensor", call), v.why))
+        return UNKNOWN
+
+    def returned(self, info: FunctionInfo, call: cst.Call) -> Value:
+        if info.name == "__init__" and info.cls is not None:
+            if self.is_module_class(info.cls):
+                return Value(MODULE, ON_HOST, (("built by `{}`", call),), origin=call)
+            return Value(OTHER, cls=info.cls)
+        returns = info.returns if not info.is_lambda else [info.node.body]
+        if not returns:
+            return OTHER_VALUE
+        v = join([self.value(r) for r in returns])
+        if v.kind is None and v.device is None:
+            return v
+        return replace(v, why=_why((f"returned by `{info.qualname}`", call), v.why))
+
+    def module_output(self, call: cst.Call, module: Value) -> Value:
+        args = [self.value(a.value) for a in call.args if not a.star]
+        on_device = [a for a in args if a.kind == TENSOR and a.device == ON_DEVICE]
+        if module.device == ON_DEVICE:
+            device, source = ON_DEVICE, module
+        elif on_device:
+            device, source = ON_DEVICE, on_device[0]
+        elif module.device == ON_HOST and all(a.device == ON_HOST for a in args if a.kind == TENSOR):
+            device, source = ON_HOST, module
+        else:
+            device, source = None, module
+        return Value(TENSOR, device, _why((f"output of `{{}}`", call.func), source.why))
+
+    def module_method(self, call: cst.Call, module: Value, method: str) -> Value:
+        if method in ("to", "cuda", "cpu", "xpu", "mps"):
+            moved = self.tensor_method(call, Value(TENSOR), method)
+            if moved.device is None and method == "to":
+                target = keyword(call, "device") or positional(call, 0)
+                if target is None or self.model.qualname(target.value) in api.DTYPES \
+                        or "dtype" in (dotted(target.value) or ""):
+                    return module  # `.to(torch.float16)`, `.to(dtype=...)`: it stays where it was
+            return replace(module, device=moved.device, why=moved.why or module.why, origin=None)
+        if method in api.MODULE_SELF_METHODS:
+            return module
+        if method in ("parameters", "buffers", "named_parameters", "named_buffers"):
+            tensor = Value(TENSOR, module.device, module.why)
+            return Value(OTHER, element=tensor if method in ("parameters", "buffers")
+                         else Value(OTHER, items=(OTHER_VALUE, tensor)))
+        if method in ("modules", "children"):
+            return Value(OTHER, element=module)
+        if method in ("state_dict", "load_state_dict", "zero_grad", "register_buffer", "register_forward_hook",
+                      "named_modules", "named_children", "add_module", "register_parameter", "extra_repr",
+                      "get_submodule", "__init__"):
+            return OTHER_VALUE
+        if method == "forward" or method in ("generate", "encode", "decode", "sample", "predict", "loss",
+                                             "compute_loss", "get_value", "get_action_and_value", "get_action"):
+            return self.module_output(call, module)
+        info = self.callee(call)
+        if info is not None:
+            return self.returned(info, call)
+        return UNKNOWN
+
+    def tensor_method(self, call: cst.Call, tensor: Value, method: str) -> Value:
+        if method == "item":
+            return NUMBER_VALUE
+        if method == "tolist":
+            return OTHER_VALUE
+        if method == "numpy":
+            return Value(NDARRAY)
+        if method in api.SCALAR_METHODS:
+            return NUMBER_VALUE if method != "type" or call.args else OTHER_VALUE
+        if method == "cpu":
+            return Value(TENSOR, ON_HOST, (("moved to the host by `{}`", call),), origin=call)
+        if method in ("cuda", "xpu", "mps"):
+            return Value(TENSOR, ON_DEVICE, (("moved by `{}`", call),))
+        if method == "to":
+            target = keyword(call, "device") or positional(call, 0)
+            if target is None:
+                return replace(tensor, items=None, element=None)
+            device, why = self.device_of(target.value)
+            if device is not None:
+                if device == ON_HOST:
+                    return Value(TENSOR, ON_HOST, (("moved to the host by `{}`", call),), origin=call)
+                return Value(TENSOR, ON_DEVICE, _why(("moved by `{}`", call), why))
+            other = self.value(target.value)
+            if other.kind == TENSOR:
+                return Value(TENSOR, other.device, _why(("moved by `{}`", call), other.why))
+            return replace(tensor, items=None, element=None)
+        if method == "pin_memory":
+            return replace(tensor, items=None, element=None)
+        return replace(tensor, items=None, element=None)
+
+    def device_of(self, expr: cst.CSTNode) -> tuple[str | None, tuple]:
+        """Where a device expression points: ON_DEVICE for `"cuda:0"`, `torch.device("cuda" if ... else
+        "cpu")`, a GPU index, `x.device` of a device tensor, a name such as `device` or `local_rank`;
+        ON_HOST for `"cpu"`; None for anything else (a dtype, a tensor)."""
+        text = string_value(expr)
+        if text is not None:
+            kind = text.split(":")[0]
+            if kind in api.DEVICE_TYPES:
+                return (ON_HOST if kind == "cpu" else ON_DEVICE), (("`{}`", expr),)
+            return None, ()
+        if isinstance(expr, cst.FormattedString):
+            first = expr.parts[0] if expr.parts else None
+            if isinstance(first, cst.FormattedStringText):
+                kind = first.value.split(":")[0]
+                if kind in api.DEVICE_TYPES:
+                    return (ON_HOST if kind == "cpu" else ON_DEVICE), (("`{}`", expr),)
+            return None, ()
+        if isinstance(expr, cst.Integer):
+            return ON_DEVICE, (("GPU index `{}`", expr),)
+        if isinstance(expr, cst.IfExp):
+            a, wa = self.device_of(expr.body)
+            b, wb = self.device_of(expr.orelse)
+            if ON_DEVICE in (a, b):
+                return ON_DEVICE, (("`{}`", expr),)
+            return (ON_HOST, wa) if a == b == ON_HOST else (None, ())
+        if isinstance(expr, cst.Call):
+            qual = self.model.qualname(expr.func)
+            if qual == "torch.device" and expr.args:
+                device, why = self.device_of(expr.args[0].value)
+                return device, (("`{}`", expr),) if device is not None else why
+            if qual in api.DEVICE_FUNCTIONS:
+                return ON_DEVICE, (("`{}`", expr),)
+        if self.model.qualname(expr) in api.DTYPES:
+            return None, ()
+        v = self.value(expr)
+        if v.kind == DEVICE and v.device is not None:
+            return v.device, v.why or (("`{}`", expr),)
+        if v.kind in (NUMBER, DEVICE, None) and isinstance(expr, (cst.Name, cst.Attribute)):
+            last = (dotted(expr) or "").rsplit(".", 1)[-1].lower()
+            if _device_word(last):
+                return ON_DEVICE, (("`{}`", expr),)
+        return None, ()
+
+    def builtin(self, name: str, call: cst.Call) -> Value:
+        args = call.args
+        if name in ("next", "iter", "reversed") and args:
+            inner = self.value(args[0].value)
+            return element_of(inner) if name == "next" else inner
+        if name == "enumerate" and args:
+            return Value(OTHER, element=Value(OTHER, items=(NUMBER_VALUE, element_of(self.value(args[0].value)))))
+        if name == "zip" and args:
+            return Value(OTHER, element=Value(OTHER, items=tuple(element_of(self.value(a.value)) for a in args)))
+        if name in ("range",):
+            return Value(OTHER, element=NUMBER_VALUE)
+        if name in ("list", "tuple", "sorted") and args:
+            return Value(OTHER, element=element_of(self.value(args[0].value)))
+        if name in ("sum", "max", "min", "abs") and args:
+            inner = self.value(args[0].value)
+            if inner.kind == TENSOR:
+                return inner
+            element = element_of(inner)
+            return element if element.kind == TENSOR else NUMBER_VALUE
+        if name in api.BUILTIN_SCALAR:
+            return NUMBER_VALUE if name not in ("str", "repr", "format", "input") else OTHER_VALUE
+        return UNKNOWN
+
+    def qualified(self, qual: str, node: cst.CSTNode) -> Value:
+        """A qualified name that is not called: `torch.float16`, `np.pi`, `torch.cuda`."""
+        if qual.startswith("torch.") and qual.count(".") == 1:
+            return OTHER_VALUE
+        if qual.startswith(("math.", "numpy.")):
+            return NUMBER_VALUE if qual.startswith("math.") else Value(NDARRAY)
+        return UNKNOWN
+
+    def qualified_call(self, qual: str, call: cst.Call) -> Value:
+        model = self.model
+        head = qual.split(".", 1)[0]
+        if head == "numpy":
+            return Value(NDARRAY)
+        if head in ("math", "random", "time", "os", "sys", "json", "re", "logging", "argparse", "pathlib",
+                    "datetime", "itertools", "functools", "collections", "copy", "pickle", "shutil", "glob"):
+            if qual in ("itertools.count",):
+                return Value(OTHER, element=NUMBER_VALUE)
+            if qual in ("copy.deepcopy", "copy.copy") and call.args:
+                return self.value(call.args[0].value)
+            return OTHER_VALUE if not qual.startswith(("math.", "random.", "time.")) else NUMBER_VALUE
+        if qual.endswith(".tqdm") or qual in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.trange"):
+            return self.value(call.args[0].value) if call.args and not call.args[0].keyword else UNKNOWN
+        if qual in api.DATA_LOADERS or qual.endswith(".DataLoader"):
+            return Value(LOADER, why=(("`{}`", call),), loader=call)
+        if qual.startswith("torch.optim.") and qual.rsplit(".", 1)[1][:1].isupper():
+            return Value(OPTIMIZER)
+        if qual in api.COMPILERS or qual in api.MODULE_WRAPPERS:
+            if call.args:
+                inner = self.value(call.args[0].value)
+                if inner.kind in (MODULE, None) and qual not in ("torch.jit.trace",) or inner.kind == MODULE:
+                    return Value(MODULE, inner.device, inner.why, origin=inner.origin)
+            return Value(MODULE)
+        if qual == "torch.device" or qual in api.DEVICE_FUNCTIONS:
+            device, why = self.device_of(call)
+            return Value(DEVICE, device, why)
+        if head != "torch":
+            if qual.rsplit(".", 1)[-1][:1].isupper() and head in api.TORCH_PACKAGES and "." in qual:
+                last = qual.rsplit(".", 1)[-1]
+                if "Loader" in last:
+                    return Value(LOADER, why=(("`{}`", call),), loader=call)
+                if last.endswith(("Dataset", "Sampler", "Transform", "Compose", "Writer", "Config")):
+                    return OTHER_VALUE
+                if qual.startswith(("torchvision.models.", "timm.models.")) or head in ("torchvision", "timm"):
+                    return Value(MODULE, ON_HOST, (("built by `{}`", call),), origin=call)
+            if qual.startswith(api.TENSOR_NAMESPACES):
+                return self.torch_op(qual, call)
+            if qual.rsplit(".", 1)[-1] in ("create_model",):
+                return Value(MODULE, ON_HOST, (("built by `{}`", call),), origin=call)
+            return self.opaque(call)
+        if qual in api.NOT_TENSOR or qual.startswith(api.NOT_TENSOR_PREFIXES):
+            return OTHER_VALUE
+        if qual.startswith("torch.nn.") and not qual.startswith(api.TENSOR_NAMESPACES):
+            if qual.rsplit(".", 1)[1][:1].isupper():
+                return Value(MODULE, ON_HOST, (("built by `{}`", call),), origin=call)
+            return self.opaque(call)
+        last = qual.rsplit(".", 1)[-1]
+        if qual.count(".") == 1 and not last.startswith(("is_", "get_", "set_", "_")) \
+                or qual.startswith(api.TENSOR_NAMESPACES):
+            return self.torch_op(qual, call)
+        return self.opaque(call)
+
+    def torch_op(self, qual: str, call: cst.Call) -> Value:
+        """A torch function: a factory (where `device=` says, else the host), a constructor from data,
+        or an op on tensors (on the device if any tensor argument is)."""
+        model = self.model
+        device_arg = keyword(call, "device")
+        if qual in api.FACTORIES or qual in api.FROM_DATA:
+            if device_arg is not None:
+                device, why = self.device_of(device_arg.value)
+                if device == ON_DEVICE:
+                    return Value(TENSOR, ON_DEVICE, _why(("made on the device by `{}`", call), why))
+                if device == ON_HOST:
+                    return Value(TENSOR, ON_HOST, (("made on the host by `{}`", call),), origin=call)
+                return Value(TENSOR, None, (("`{}`", call),))
+            if qual in ("torch.as_tensor", "torch.asarray") and call.args:
+                inner = self.value(call.args[0].value)
+                if inner.kind == TENSOR:
+                    return inner
+            if model.facts.default_device:
+                return Value(TENSOR, None, (("`{}` (the default device is set)", call),))
+            return Value(TENSOR, ON_HOST, (("made on the host by `{}`", call),), origin=call)
+        if qual in api.LIKE_FACTORIES and call.args:
+            inner = self.value(call.args[0].value)
+            if device_arg is not None:
+                device, why = self.device_of(device_arg.value)
+                return Value(TENSOR, device, _why(("`{}`", call), why))
+            return Value(TENSOR, inner.device, inner.why, origin=call if inner.device == ON_HOST else None)
+        return self.combine(call, [a.value for a in call.args if not a.star and (
+            a.keyword is None or a.keyword.value in ("input", "other", "tensors", "out"))], op=qual)
+
+    def combine(self, node: cst.CSTNode, operands: list, keep_origin: bool = True, op: str | None = None,
+                numbers: bool = False) -> Value:
+        return _arith(node, [self.value(o) for o in operands], keep_origin=keep_origin, torch_op=op is not None,
+                      numbers=numbers)
+
+
+def _arith(node: cst.CSTNode, values: list[Value], keep_origin: bool = True, torch_op: bool = False,
+           numbers: bool = False) -> Value:
+    """An operation on several values: a tensor if any operand is (on the device if any tensor is), an
+    array if any is, a number if all are; a host tensor keeps the call that made it."""
+    items = []
+    for v in values:
+        if v.kind is None and v.items is not None:
+            items.extend(v.items)
+        else:
+            items.append(v)
+    tensors = [v for v in items if v.kind == TENSOR]
+    derived = [v for v in items if v.kind is None and v.device == ON_DEVICE]
+    if tensors or torch_op:
+        on_device = [v for v in tensors + derived if v.device == ON_DEVICE]
+        if on_device:
+            return Value(TENSOR, ON_DEVICE, on_device[0].why)
+        if tensors and all(v.device == ON_HOST for v in tensors) and not any(v.kind is None for v in items):
+            origins = {v.origin for v in tensors if v.origin is not None}
+            origin = origins.pop() if keep_origin and len(origins) == 1 else None
+            return Value(TENSOR, ON_HOST, tensors[0].why, origin=origin)
+        return Value(TENSOR, None, tensors[0].why if tensors else ())
+    if derived:
+        return Value(None, ON_DEVICE, derived[0].why)
+    kinds = {v.kind for v in items}
+    if NDARRAY in kinds:
+        return Value(NDARRAY)
+    if kinds == {NUMBER} or numbers and kinds <= {NUMBER, OTHER}:
+        return NUMBER_VALUE
+    return UNKNOWN
+
+
+def _named(v: Value, target: cst.CSTNode, source: cst.CSTNode) -> Value:
+    """The value of a name bound by `target = source`; unchanged (its evidence says where it came from)."""
+    return v
+
+
+def _reaching(bindings: list[Binding], frame: Frame, order: int | None) -> list[Binding]:
+    """The bindings of a name that may reach a use at (frame, order): the last one before the use and
+    every earlier one back to the first that surely ran before it (one in an enclosing block, not in a
+    branch beside the use). Without an order (a use from an inner function), the same from the end."""
+    if order is None:
+        candidates = bindings
+    else:
+        candidates = [b for b in bindings if b.order < order]
+        if not candidates:
+            # used before any binding in file order: a value carried around a loop; the later ones
+            return [b for b in bindings if frame.loop is not None and b.frame.loop is frame.loop] or bindings[-1:]
+    out = []
+    for b in reversed(candidates):
+        out.append(b)
+        if b.frame.encloses(frame) or b.how == "param":
+            break
+    return out
+
+
+def project(v: Value, path: tuple) -> Value:
+    """Element `path` of an unpacked value: `a, (b, c) = v`."""
+    for index in path:
+        if v.items is not None and index < len(v.items):
+            v = v.items[index]
+        elif v.kind in (TENSOR, NDARRAY, NUMBER):
+            v = replace(v, items=None, element=None)
+        elif v.kind is None and v.device == ON_DEVICE:
+            v = Value(None, ON_DEVICE, v.why)
+        else:
+            return UNKNOWN
+    return v
+
+
+def element_of(v: Value) -> Value:
+    """What iterating a value gives: a batch of host tensors for a loader, rows for a tensor."""
+    if v.element is not None:
+        return v.element
+    if v.kind == LOADER:
+        return Value(TENSOR, ON_HOST, _why(("a batch from `{}`", v.loader), ()), loader=v.loader,
+                     origin=None)
+    if v.kind in (TENSOR, NDARRAY):
+        return replace(v, items=None, element=None)
+    if v.kind == MODULE:
+        return v
+    return UNKNOWN
+
+
+def _device_word(lower: str) -> bool:
+    return lower in api.DEVICE_WORDS or lower.endswith(("_device", "_dev", "_gpu")) or lower.startswith("device_")
+
+
+def value_of(model: FileModel, node: cst.CSTNode) -> Value:
+    return Values.of(model).value(node)

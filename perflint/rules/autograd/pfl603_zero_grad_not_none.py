@@ -1,0 +1,90 @@
+import libcst as cst
+
+from perflint.model.names import dotted, keyword
+from perflint.model.program import FileModel
+from perflint.rules.common import trains
+
+from perflint.rule import Rule
+
+
+def _is_false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+def _grad_of(node: cst.BaseExpression) -> bool:
+    """`p.grad` or `p.grad.data`."""
+    name = dotted(node)
+    return name is not None and (name.endswith(".grad") or name.endswith(".grad.data"))
+
+
+class ZeroGradNotNone(Rule):
+    code = "PFL603"
+    name = "zero-grad-not-none"
+    summary = "gradients are zeroed in place (`zero_grad(set_to_none=False)`, `p.grad.zero_()`) instead of set to None"
+    message = "zeroing gradients in place launches a fill per parameter and keeps the gradient memory; " \
+              "use `optimizer.zero_grad()` (set_to_none=True, the default)"
+    severity = "warning"
+    fix_safety = "unsafe"
+    proof_metric = "ops"
+    why = """
+Writing zeros into every `.grad` costs one fill kernel per parameter (a memory-bandwidth pass over as
+many bytes as the model has weights) every step, and keeps the gradient buffers allocated between the
+backward passes. With `set_to_none=True` (the default since PyTorch 2.0) the next backward writes the
+fresh gradient straight into a new buffer instead of accumulating into zeros: no fill and no read of the
+old buffer.
+"""
+    example = """
+for x, y in loader:
+    optimizer.zero_grad(set_to_none=False)
+    loss_fn(model(x), y).backward()
+    optimizer.step()
+"""
+    instead = """
+for x, y in loader:
+    optimizer.zero_grad()  # set_to_none=True
+    loss_fn(model(x), y).backward()
+    optimizer.step()
+"""
+    known_problems = """
+The fix is unsafe: with `None` gradients, code that reads `p.grad` before the next backward sees `None`,
+and optimizers skip parameters whose gradient is `None`, whereas a zero gradient still moves them through
+momentum and weight decay; parameters that get no gradient in some steps can therefore train
+differently. Manual zeroing is reported only for `p.grad.zero_()`, `p.grad.data.zero_()`,
+`p.grad.fill_(0)` and `p.grad = torch.zeros_like(...)` in a loop that runs every step (nested in another
+loop, or in a function that trains); a loop in `__init__` that creates the gradient buffers once is quiet,
+and so is `set_to_none=<variable>`.
+"""
+
+    @staticmethod
+    def _per_step(model: FileModel) -> bool:
+        """In a loop that runs every step: nested in another loop, or in a function or file part that trains
+        (a loop over the parameters in `__init__` that creates the gradients once is quiet)."""
+        if not model.in_loop:
+            return False
+        return len(model.loops) > 1 or trains(model, model.function or model.module)
+
+    def visit_Call(self, node: cst.Call, model: FileModel) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        method = func.attr.value
+        if method == "zero_grad":
+            arg = keyword(node, "set_to_none")
+            if arg is None and node.args and node.args[0].keyword is None:
+                arg = node.args[0]
+            if arg is not None and _is_false(arg.value):
+                kept = [a for a in node.args if a is not arg]
+                if kept:
+                    kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                self.report(model, node, replacement=node.with_changes(args=kept))
+        elif model.in_loop and _grad_of(func.value) and (
+                method == "zero_" or method == "fill_" and node.args and
+                isinstance(node.args[0].value, (cst.Integer, cst.Float)) and
+                node.args[0].value.evaluated_value == 0) and self._per_step(model):
+            self.report(model, node)
+
+    def visit_Assign(self, node: cst.Assign, model: FileModel) -> None:
+        if model.in_loop and isinstance(node.value, cst.Call) and \
+                model.call_name(node.value) in ("torch.zeros_like", "torch.zeros") and \
+                any(_grad_of(t.target) for t in node.targets) and self._per_step(model):
+            self.report(model, node)

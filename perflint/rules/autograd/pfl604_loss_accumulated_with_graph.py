@@ -1,0 +1,109 @@
+import libcst as cst
+
+from perflint.model.names import dotted
+from perflint.model.program import FileModel
+from perflint.rules.common import module_call, trains
+from perflint.tree import find_all
+
+from perflint.rule import Rule
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    return {n.value for n in find_all(node, cst.Name)}
+
+
+class LossAccumulatedWithGraph(Rule):
+    code = "PFL604"
+    name = "loss-accumulated-with-graph"
+    summary = "a training loop sums or collects the loss tensor itself, keeping every step's autograd graph alive"
+    message = "`{target}` keeps a reference to `{value}` and with it this step's whole autograd graph; " \
+              "accumulate `{value}.detach()` (or `.item()` once per log interval)"
+    severity = "warning"
+    proof_metric = "peak_memory"
+    why = """
+A loss tensor carries its `grad_fn`, which references every node of the step's graph. `total += loss`
+builds a new graph node that points at the old total and the new loss, so the graphs of all steps stay
+reachable until the total is dropped. When the accumulated value is never backpropagated (a held-out or
+logging loss computed in the training loop, or any `retain_graph=True` graph) those graphs still hold
+the tensors their backward would need, the activations, so memory grows with every step until the
+process runs out. After a plain `loss.backward()` the saved tensors are already freed, and what stays is
+the chain of graph nodes: host memory that grows over the epoch and is released at once at its end.
+`losses.append(loss)` does the same.
+"""
+    example = """
+total = 0.0
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total += loss
+"""
+    instead = """
+total = torch.zeros(())
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total += loss.detach()
+"""
+    known_problems = """
+Reports `acc += v`, `acc = acc + v` and `acc.append(v)` in a loop that trains (calls `.backward()` or an
+optimizer step), where `v` is a name containing `loss`, or a direct model or loss call, and is not
+detached. Quiet when the accumulator (or a value computed from it) is itself backpropagated later in the
+function (gradient accumulation over micro-batches, `torch.stack(losses).mean().backward()`), and under
+`no_grad`. It does not tell the two costs apart: the reference pair shows the expensive one (a held-out
+loss that is never backpropagated keeps each step's activations); for the backpropagated loss itself
+the retained graph nodes live outside the tensor allocator, so no deterministic count shows them.
+"""
+
+    def _lossy(self, value: cst.BaseExpression, model: FileModel) -> bool:
+        if isinstance(value, cst.Call):
+            name = dotted(value.func) or ""
+            return module_call(model, value) is not None or "loss" in name.rsplit(".", 1)[-1].lower() \
+                or name.rsplit(".", 1)[-1] in ("criterion",)
+        name = dotted(value)
+        return name is not None and "loss" in name.rsplit(".", 1)[-1].lower() and model.kind(value) in (None, "tensor")
+
+    def _check(self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression,
+               model: FileModel) -> None:
+        if not model.in_loop or model.in_no_grad or not self._lossy(value, model):
+            return
+        loop = model.loops[0]
+        acc = dotted(target)
+        if acc is None or not trains(model, loop):
+            return
+        scope = model.function or model.module
+        if self._backpropagated(acc.split(".")[0], scope):
+            return
+        self.report(model, node, self.message.format(target=acc, value=(dotted(value) or "the loss")))
+
+    def _backpropagated(self, acc: str, scope: cst.CSTNode) -> bool:
+        """Whether the accumulator, or a name computed from it, is backpropagated in the scope."""
+        receivers: set[str] = set()
+        for call in find_all(scope, cst.Call):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+                receivers |= _names(call.func.value)
+            elif dotted(call.func) in ("torch.autograd.backward", "autograd.backward") and call.args:
+                receivers |= _names(call.args[0].value)
+        if acc in receivers:
+            return True
+        for assign in find_all(scope, cst.Assign):
+            if acc in _names(assign.value) and any(_names(t.target) & receivers for t in assign.targets):
+                return True
+        return False
+
+    def visit_AugAssign(self, node: cst.AugAssign, model: FileModel) -> None:
+        if isinstance(node.operator, cst.AddAssign):
+            self._check(node, node.target, node.value, model)
+
+    def visit_Assign(self, node: cst.Assign, model: FileModel) -> None:
+        value = node.value
+        if len(node.targets) == 1 and isinstance(value, cst.BinaryOperation) and \
+                isinstance(value.operator, cst.Add) and dotted(value.left) is not None and \
+                dotted(value.left) == dotted(node.targets[0].target):
+            self._check(node, node.targets[0].target, value.right, model)
+
+    def visit_Call(self, node: cst.Call, model: FileModel) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1:
+            self._check(node, func.value, node.args[0].value, model)

@@ -1,0 +1,1 @@
+"""PFL4xx: torch.compile: models never compiled, graph breaks, recompilation, TorchScript."""

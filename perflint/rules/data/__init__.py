@@ -1,0 +1,1 @@
+"""PFL5xx: data loading: loader workers, persistent workers, pinned memory."""

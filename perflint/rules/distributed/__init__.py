@@ -1,0 +1,1 @@
+"""PFL7xx: distributed training: DataParallel, all-reduces during accumulation, unused-parameter search."""

@@ -1,0 +1,55 @@
+import libcst as cst
+
+from perflint.model.program import FileModel
+
+from perflint.rule import Rule
+
+_DATA_PARALLEL = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel",
+                  "torch.nn.parallel.data_parallel.DataParallel", "torch.nn.parallel.data_parallel.data_parallel"}
+
+
+class DataParallel(Rule):
+    code = "PFL701"
+    name = "data-parallel"
+    summary = "`nn.DataParallel` is slower than `DistributedDataParallel`, even on one machine"
+    message = ("`{func}` replicates the model and scatters the batch from one GPU every step; "
+               "use DistributedDataParallel")
+    gpu_only = True
+    proof_metric = ""
+    proof_note = ("DataParallel's cost is per-step replicate/scatter/gather copies between GPUs; with no GPU it "
+                  "just calls the module, so no CPU count differs.")
+    why = """
+`DataParallel` runs one process and one Python thread per GPU. On every forward it copies the
+parameters from the first GPU to every other GPU (`replicate`), splits the batch from the first GPU
+(`scatter`), gathers the outputs back onto it and reduces the gradients there: device-to-device copies
+that grow with the model, a first GPU that holds more memory and does more work than the others, and
+threads that share one GIL. `DistributedDataParallel` runs one process per GPU, keeps a replica on
+each, and overlaps a bucketed all-reduce of the gradients with the backward pass. The PyTorch
+documentation recommends it "even if there is only a single node"; `DataParallel` is not deprecated,
+but slower.
+"""
+    example = """
+model = nn.DataParallel(model).cuda()
+for x, y in loader:
+    loss = criterion(model(x.cuda()), y.cuda())
+"""
+    instead = """
+# torchrun --nproc_per_node=NGPU train.py
+dist.init_process_group("nccl")
+local_rank = int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(local_rank)
+model = DistributedDataParallel(model.cuda(local_rank), device_ids=[local_rank])
+# and a DistributedSampler for the loader
+"""
+    known_problems = """
+It cannot see how many GPUs the program uses: with one GPU, or none, `DataParallel` just calls the
+module and costs nothing (its reference pair runs that way on the CPU, so the count is not compared).
+For inference on several GPUs the alternative is one process per GPU, not DDP's gradient sync. The
+cost of the per-step copies is measured on machines with several GPUs; perflint's own pairs run on
+one device, so the rule's effect is documented rather than re-measured.
+"""
+
+    def visit_Call(self, node: cst.Call, model: FileModel) -> None:
+        qual = model.call_name(node)
+        if qual in _DATA_PARALLEL:
+            self.report(model, node, self.message.format(func=qual.rsplit(".", 1)[1]))

@@ -1,0 +1,151 @@
+import libcst as cst
+
+from perflint.model.names import dotted, method_name
+from perflint.tree import find_all
+
+from perflint.rule import Rule
+
+_SOFTMAX = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}
+_MATMUL = {"torch.matmul", "torch.bmm"}
+_PASS_THROUGH = {"masked_fill", "masked_fill_", "float", "half", "to", "type_as", "type", "contiguous", "clamp"}
+
+
+def _matmul_operands(model, node):
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        return node.left, node.right
+    if isinstance(node, cst.Call):
+        if model.call_name(node) in _MATMUL and len(node.args) == 2:
+            return node.args[0].value, node.args[1].value
+        if method_name(node) == "matmul" and model.qualname(node.func) is None and len(node.args) == 1:
+            return node.func.value, node.args[0].value
+    return None
+
+
+def _strip(node):
+    """`k.contiguous()`, `k.float()` -> `k`."""
+    while isinstance(node, cst.Call) and method_name(node) in ("contiguous", "float", "to", "type_as"):
+        node = node.func.value
+    return node
+
+
+def _transposed(node) -> bool:
+    """`k.transpose(-2, -1)`, `k.permute(...)`, `k.mT`, `k.T`, also followed by `.contiguous()`."""
+    node = _strip(node)
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in ("mT", "T")
+    return isinstance(node, cst.Call) and method_name(node) in ("transpose", "permute")
+
+
+def _arg(arg: cst.Arg) -> int | None:
+    v = arg.value
+    if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus) \
+            and isinstance(v.expression, cst.Integer):
+        return -int(v.expression.value)
+    return int(v.value) if isinstance(v, cst.Integer) else None
+
+
+class ManualAttention(Rule):
+    code = "PFL305"
+    name = "manual-attention"
+    summary = "attention written by hand (`softmax(q @ k.transpose(-2, -1) * scale) @ v`): " \
+              "use `F.scaled_dot_product_attention`"
+    message = "hand-written attention: `F.scaled_dot_product_attention(q, k, v, attn_mask=..., dropout_p=...)` " \
+              "does this in one fused kernel without materialising the score matrix"
+    proof_metric = "ops"
+    why = """
+The hand-written form runs four to six kernels (transpose, matmul, scale, mask, softmax, dropout,
+matmul) and writes the full (sequence x sequence) score and probability matrices to memory: memory
+traffic and peak memory grow with the square of the sequence length. `F.scaled_dot_product_attention`
+dispatches to FlashAttention / memory-efficient kernels on GPUs that compute the same result tile by
+tile in one kernel, never storing the score matrix, and to a fused math kernel elsewhere.
+"""
+    example = """
+attn = (q @ k.transpose(-2, -1)) * self.scale
+attn = attn.softmax(dim=-1)
+attn = self.attn_drop(attn)
+x = attn @ v
+"""
+    instead = """
+x = F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_drop.p if self.training else 0.0)
+"""
+    known_problems = """
+Follows the scores through local names in one function: a matmul with a transposed right operand
+(`k.transpose(-2, -1)`, `.mT`, `.permute(...)`, or a name assigned from `k.transpose(-2, -1)`), then
+scaling, masking (`masked_fill`, `+ mask`), dtype casts and single-argument module calls
+(`self.rel_pos(attn)`, an additive bias: pass it as `attn_mask=`), then a softmax, optional dropout
+(`self.attn_drop(attn)`), then a matmul; it is reported at that last matmul. Keys permuted into the
+transposed layout by a general `permute` in an earlier statement are not recognised (levit,
+bottleneck attention), nor softmax modules (`self.softmax(attn)`). Quiet when the
+function already calls `scaled_dot_product_attention` (the hand-written branch is then a deliberate
+fallback, as in timm's `if self.fused_attn: ... else: ...`), when it returns or stores the probabilities
+(SDPA cannot return attention weights), and in compiled code (Inductor pattern-matches it). Variants
+that SDPA cannot express (relative position bias added after the softmax, talking heads) are not matched.
+"""
+
+    def visit_Module(self, node, model) -> None:
+        self.roles: list[dict[str, str]] = [{}]
+
+    def visit_FunctionDef(self, node, model) -> None:
+        self.roles.append({})
+
+    def leave_FunctionDef(self, node, model) -> None:
+        self.roles.pop()
+
+    def visit_Assign(self, node: cst.Assign, model) -> None:
+        role = self._role(node.value, model)
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                if role is None:
+                    self.roles[-1].pop(t.target.value, None)
+                else:
+                    self.roles[-1][t.target.value] = role
+
+    def visit_BinaryOperation(self, node, model) -> None:
+        self._check(node, model)
+
+    def visit_Call(self, node, model) -> None:
+        self._check(node, model)
+
+    def _check(self, node, model) -> None:
+        operands = _matmul_operands(model, node)
+        if operands is None or model.in_compiled or self._role(operands[0], model) != "probs":
+            return
+        function = model.function
+        if function is not None:
+            if any(name.endswith("scaled_dot_product_attention") for name in model.calls_in(function)):
+                return
+            probs = {n for n, r in self.roles[-1].items() if r == "probs"}
+            for stmt in find_all(function, (cst.Return, cst.Assign)):
+                if isinstance(stmt, cst.Assign) and not any(isinstance(t.target, cst.Attribute) for t in stmt.targets):
+                    continue
+                value = stmt.value
+                values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+                if any(isinstance(v, cst.Name) and v.value in probs for v in values):
+                    return  # the probabilities are returned or stored: SDPA cannot give them
+        self.report(model, node)
+
+    def _role(self, node, model) -> str | None:
+        if isinstance(node, cst.Name):
+            return self.roles[-1].get(node.value)
+        if _transposed(node) and not isinstance(node, cst.Call) or isinstance(node, cst.Call) \
+                and method_name(node) == "transpose" and {_arg(a) for a in node.args} == {-1, -2}:
+            return "keys"  # k.transpose(-2, -1) assigned to a name first
+        operands = _matmul_operands(model, node)
+        if operands is not None:
+            right = _strip(operands[1])
+            keys = _transposed(right) or isinstance(right, cst.Name) and self.roles[-1].get(right.value) == "keys"
+            return "scores" if keys else None
+        if isinstance(node, cst.BinaryOperation):
+            return "scores" if "scores" in (self._role(node.left, model), self._role(node.right, model)) else None
+        if isinstance(node, cst.Call):
+            if model.call_name(node) in _SOFTMAX and node.args:
+                return "probs" if self._role(node.args[0].value, model) == "scores" else None
+            method = method_name(node)
+            if method == "softmax" and model.qualname(node.func) is None:
+                return "probs" if self._role(node.func.value, model) == "scores" else None
+            if method in _PASS_THROUGH and model.qualname(node.func) is None:
+                return self._role(node.func.value, model)
+            if isinstance(node.func, cst.Attribute) and dotted(node.func) and dotted(node.func).startswith("self.") \
+                    and len(node.args) == 1 and self._role(node.args[0].value, model) in ("probs", "scores"):
+                return self._role(node.args[0].value, model)  # self.attn_drop(attn), self.rel_pos(attn)
+        return None

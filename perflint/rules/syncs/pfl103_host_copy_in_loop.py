@@ -1,0 +1,34 @@
+from perflint.rules.syncs.sites import SyncRule
+
+
+class HostCopyInLoop(SyncRule):
+    code = "PFL103"
+    name = "host-copy-in-loop"
+    summary = "`.cpu()`, `.numpy()` or `.to('cpu')` inside a loop is a blocking device-to-host copy per iteration"
+    message = "`.{what}()` is a blocking device-to-host copy every step"
+    why = """
+A device-to-host copy into ordinary (pageable) memory blocks the host until the copy, and every kernel
+queued before it, is done. Inside a loop this serialises CPU and GPU once per iteration.
+"""
+    example = """
+for x in loader:
+    out = model(x)
+    outputs.append(out.cpu().numpy())
+"""
+    instead = """
+outs = [model(x) for x in loader]          # stays on the device
+outputs = torch.cat(outs).cpu().numpy()    # one copy
+"""
+    known_problems = """
+Quiet for `.to(...)` that does not name the CPU, on modules (`model.cpu()`), on numpy values, and on
+tensors already on the host. A bare `.numpy()` is quiet: it raises on a device tensor, so code that runs
+calls it on a host tensor, where it is free; `.numpy(force=True)` is reported. Loops over a model's
+tensors (`state_dict().items()`, `parameters()`) are not steps: saving a checkpoint needs the copy.
+Like every sync rule, it reports only where the wait is real and costs every step: the code runs on the
+per-step path (a loop over a data loader or over training steps, a module's `forward`, or a function
+this file calls from them; not a loop over epochs, not once every k steps under `if step % k == 0:`),
+the value is on the device (followed back to `.to(device)`, `.cuda()`, `device=`, a model's output; a
+tensor of unknown device counts only in a project that moves work to an accelerator), and it is the
+first wait of its step (after another sync or a `synchronize()` with no device work queued in between,
+the device is already idle). Quiet in test files and in compiled code (PFL402 covers graph breaks).
+"""

@@ -1,0 +1,36 @@
+from perflint.rules.syncs.sites import SyncRule
+
+
+class DynamicShapeInLoop(SyncRule):
+    code = "PFL107"
+    name = "dynamic-shape-in-loop"
+    summary = "`nonzero`, boolean-mask indexing, `masked_select` or `unique` inside a loop sync to learn the output size"
+    message = "`{what}` has a data-dependent output size: the host waits for the device every step"
+    why = """
+The size of the result depends on the data, so the host cannot allocate the output or launch the next
+kernel until the device has counted the elements and sent the count back: a hidden sync. The profiler
+shows `aten::nonzero` (boolean indexing and `masked_select` run it internally).
+"""
+    example = """
+for x in loader:
+    pos = x[x > 0]
+    total += pos.sum()
+"""
+    instead = """
+for x in loader:
+    total += torch.where(x > 0, x, 0).sum()   # same shape as x, no sync
+"""
+    known_problems = """
+Boolean indexing is recognised when the index is a comparison of a tensor (`x[x > 0]`). Passing
+`output_size=` to `repeat_interleave`, or `size=` to `nonzero_static`, avoids the sync and stays quiet.
+Assigning a value that is not known to be a tensor through a mask (`x[x > 0] = 0`) is quiet: on CUDA
+PyTorch keeps the scalar on the host and runs `masked_fill_`, with no size to learn (on the CPU the
+recorder still sees a host read of the scalar).
+Like every sync rule, it reports only where the wait is real and costs every step: the code runs on the
+per-step path (a loop over a data loader or over training steps, a module's `forward`, or a function
+this file calls from them; not a loop over epochs, not once every k steps under `if step % k == 0:`),
+the value is on the device (followed back to `.to(device)`, `.cuda()`, `device=`, a model's output; a
+tensor of unknown device counts only in a project that moves work to an accelerator), and it is the
+first wait of its step (after another sync or a `synchronize()` with no device work queued in between,
+the device is already idle). Quiet in test files and in compiled code (PFL402 covers graph breaks).
+"""

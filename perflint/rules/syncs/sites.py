@@ -1,0 +1,361 @@
+"""Every place in a file where the host would wait for the device, and which of them a sync rule reports.
+
+All nine sync rules share one list, built once per file: the rules differ only in the form of the
+sync (`.item()`, a condition, a print, ...). A sync is reported when a seasoned engineer would fix it:
+
+- the code runs every step (model/steps.py), outside compiled code (PFL402 covers graph breaks) and
+  outside test files;
+- the value it reads is on the device (model/values.py), or is a tensor whose device the file cannot
+  see in a project that runs on an accelerator;
+- it is the first wait of its step: after another sync or an explicit `synchronize()` in the same
+  iteration, with no device work queued in between, the device is already idle and the wait is free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from perflint.model import torchapi as api
+from perflint.model.names import dotted, is_true, keyword, method_name, positional, string_value, truth_tested
+from perflint.model.program import FileModel, Frame
+from perflint.model.steps import Step, Steps
+from perflint.model.values import ON_DEVICE, ON_HOST, TENSOR, Value, Values
+from perflint.rule import Rule
+
+_PRINTERS = {"print", "str", "repr"}
+_CASTS = {"float", "int", "bool", "complex"}
+
+
+@dataclass
+class SyncSite:
+    node: cst.CSTNode  # where it is reported
+    code: str  # the rule whose form it has
+    what: str  # for the message: "item", "float", ...
+    operand: cst.CSTNode | None  # the expression whose value is read (None for an explicit synchronize)
+    value: Value | None = None
+    step: Step | None = None
+    frame: Frame | None = None
+    order: int = 0
+    reported: bool = False
+    evidence: tuple = ()
+    where: cst.CSTNode | None = None  # the node whose place decides whether it runs every step (default: node)
+
+
+class SyncRule(Rule):
+    """A sync rule reports the family's sites of its own form (`code`)."""
+
+    proof_metric = "syncs"
+
+    def finish(self, model: FileModel) -> None:
+        for site in sync_sites(model):
+            if site.code == self.code and site.reported:
+                self.report(model, site.node, self.message.format(what=site.what), evidence=site.evidence)
+
+
+def sync_sites(model: FileModel) -> list[SyncSite]:
+    sites = model._memo.get("sync-sites")
+    if sites is None:
+        sites = model._memo["sync-sites"] = _decide(model, _collect(model))
+    return sites
+
+
+def _collect(model: FileModel) -> list[SyncSite]:
+    out: list[SyncSite] = []
+    add = out.append
+    for call in model.calls:
+        func = call.func
+        qual = model.qualname(func)
+        method = method_name(call) if qual is None else None
+        if method is not None:
+            receiver = func.value
+            if method == "item" and not call.args:
+                add(SyncSite(call, "PFL101", "item", receiver))
+            elif method == "tolist" and not call.args:
+                add(SyncSite(call, "PFL102", "tolist", receiver))
+            elif method == "cpu" and not keyword(call, "non_blocking"):
+                add(SyncSite(call, "PFL103", "cpu", receiver))
+            elif method == "numpy" and is_true(keyword(call, "force").value if keyword(call, "force") else None):
+                add(SyncSite(call, "PFL103", "numpy", receiver))
+            elif method == "to" and _to_host(model, call):
+                add(SyncSite(call, "PFL103", "to", receiver))
+            elif method in api.DYNAMIC_SHAPE_OPS and not _sized(model, call, method):
+                add(SyncSite(call, "PFL107", method, receiver))
+            elif method == "synchronize" and not call.args and _waits_on_stream(model, call):
+                add(SyncSite(call, "PFL109", dotted(func) or "synchronize", None))
+        elif qual is not None:
+            if qual in api.SYNCHRONIZE:
+                add(SyncSite(call, "PFL109", qual, None))
+            elif qual.startswith("torch.") and qual[6:] in api.DYNAMIC_SHAPE_OPS and call.args \
+                    and not _sized(model, call, qual[6:]):
+                add(SyncSite(call, "PFL107", qual, call.args[0].value))
+            elif qual == "torch.where" and len(call.args) == 1:
+                add(SyncSite(call, "PFL107", "torch.where(cond)", call.args[0].value))
+            elif qual in ("torch.tensor", "torch.as_tensor", "torch.Tensor") and call.args:
+                data = call.args[0].value
+                if isinstance(data, (cst.List, cst.Tuple)) and data.elements:
+                    for element in data.elements:
+                        add(SyncSite(call, "PFL108", qual, element.value))
+                elif isinstance(data, (cst.ListComp, cst.GeneratorExp)):
+                    # one read per element: it runs as often as the comprehension's loop body
+                    add(SyncSite(call, "PFL108", qual, data.elt, where=data.elt))
+        elif isinstance(func, cst.Name) and len(call.args) == 1 and not call.args[0].keyword \
+                and not call.args[0].star:
+            if func.value in _CASTS:
+                add(SyncSite(call, "PFL104", func.value, call.args[0].value))
+            elif func.value in _PRINTERS:
+                add(SyncSite(call, "PFL106", func.value, call.args[0].value))
+        if isinstance(func, cst.Name) and func.value == "print" and len(call.args) > 1:
+            for arg in call.args:
+                if not arg.keyword and not arg.star:
+                    add(SyncSite(call, "PFL106", "print", arg.value))
+        elif isinstance(func, cst.Attribute) and func.attr.value == "format" \
+                and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+            for arg in call.args:
+                if not arg.star:
+                    add(SyncSite(call, "PFL106", "format", arg.value))
+    for node_type, attr in ((cst.If, "test"), (cst.While, "test"), (cst.Assert, "test"), (cst.IfExp, "test")):
+        for node in model.nodes(node_type):
+            test = getattr(node, attr)
+            for part in truth_tested(test):
+                add(SyncSite(node if node_type is cst.While or node_type is cst.Assert else test, "PFL105",
+                             "condition", part))
+    for node in model.nodes(cst.FormattedStringExpression):
+        add(SyncSite(node, "PFL106", "f-string", node.expression))
+    for node in model.nodes(cst.Subscript):
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                and isinstance(node.slice[0].slice.value, cst.Comparison) and not _assigned_to(model, node):
+            add(SyncSite(node, "PFL107", "boolean-mask indexing", node.slice[0].slice.value))
+    return out
+
+
+def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
+    facts = model.facts
+    if facts.test_file:
+        return sites
+    values = Values.of(model)
+    steps = Steps.of(model)
+    waits: list[SyncSite] = []  # every real sync on the per-step path, for the first-in-step check
+    for site in sites:
+        frame, order = model.site(site.node)
+        site.frame, site.order = frame, order
+        step_frame = model.site(site.where)[0] if site.where is not None else frame
+        if frame.compiled:
+            continue
+        if site.operand is None:
+            site.value = None
+        elif _needed_on_host(model, site.node):
+            continue
+        else:
+            v = values.value(site.operand)
+            site.value = v
+            if not _reads_device_value(model, site, v):
+                continue
+        step = steps.in_frame(step_frame)
+        site.step = step
+        if not step.hot:
+            continue
+        if site.code == "PFL109" and _timing_or_retry(model, steps, frame):
+            waits.append(site)  # a wait all the same: what follows it in the step is free
+            continue
+        waits.append(site)
+        site.reported = True
+    # Only the first wait of a step costs: drop the sites an earlier wait in the same iteration has paid for.
+    waits.sort(key=lambda s: s.order)
+    for i, site in enumerate(waits):
+        if not site.reported:
+            continue
+        paid = _paid_by(model, values, site, waits[:i])
+        if paid is not None:
+            site.reported = False
+            continue
+        site.evidence = _evidence(model, site)
+    # One report per node and rule (several tensors in one print, one torch.tensor([...]) list).
+    seen = set()
+    for site in sites:
+        if site.reported:
+            key = (id(site.node), site.code)
+            if key in seen:
+                site.reported = False
+            seen.add(key)
+    return sites
+
+
+_HOST_LIBRARIES = ("numpy.", "scipy.", "sklearn.", "cv2.", "PIL.", "matplotlib.", "imageio.", "skimage.",
+                   "pycocotools.", "gym.", "gymnasium.", "envpool.")
+
+
+def _needed_on_host(model: FileModel, node: cst.CSTNode) -> bool:
+    """A copy whose result goes straight into host-only code: `envs.step(action.cpu().numpy())`,
+    `linear_sum_assignment(cost.cpu())`. The host needs the data every step by design; no fix at this line."""
+    parents = model._memo.get("arg-parents")
+    if parents is None:
+        parents = model._memo["arg-parents"] = {}
+        for call in model.calls:
+            for arg in call.args:
+                parents[arg.value] = call
+            if isinstance(call.func, cst.Attribute):
+                parents.setdefault(call.func.value, call)
+    seen = 0
+    while node in parents and seen < 4:
+        seen += 1
+        call = parents[node]
+        if isinstance(call.func, cst.Attribute) and call.func.value is node:
+            if method_name(call) in ("numpy", "tolist", "cpu", "item", "detach", "float", "long", "int"):
+                node = call  # `.cpu().numpy()`: look at what takes the result
+                continue
+            return False
+        qual = model.qualname(call.func) or ""
+        if qual.startswith(_HOST_LIBRARIES):
+            return True
+        name = (dotted(call.func) or "").lower()
+        if name.endswith(".step") and "env" in name or "linear_sum_assignment" in name:
+            return True
+        return False
+    return False
+
+
+def _reads_device_value(model: FileModel, site: SyncSite, v: Value) -> bool:
+    """Whether reading this value waits for the device."""
+    if v.device == ON_HOST:
+        return False
+    if v.kind == TENSOR:
+        return v.device == ON_DEVICE or model.facts.device_work
+    # `.item()` of the result of a call given device tensors: a tensor or a NumPy scalar; only a tensor
+    # can come out of a device tensor without a copy to the host, which would itself be the sync.
+    return v.kind is None and v.device == ON_DEVICE and site.code in ("PFL101", "PFL102", "PFL103")
+
+
+def _paid_by(model: FileModel, values: Values, site: SyncSite, earlier: list[SyncSite]) -> SyncSite | None:
+    """An earlier wait in the same iteration of the same loop (or the same call of a per-step function),
+    that surely runs before this one, with no device work queued between them."""
+    for prev in reversed(earlier):
+        if prev.frame.function is not site.frame.function or prev.frame.loop is not site.frame.loop:
+            continue
+        if prev.order >= site.order:
+            continue
+        if not prev.frame.encloses(site.frame) and not (
+                prev.code == "PFL109" and prev.frame.kind == "branch" and prev.frame.parent.encloses(site.frame)):
+            continue
+        if prev.node is site.node or _inside(model, site.node, prev.node):
+            continue
+        if not _device_work_between(model, values, site, prev):
+            return prev
+    return None
+
+
+def _inside(model: FileModel, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
+    """Whether `outer` contains `node` (the same wait seen twice: `print(x.item())`)."""
+    lo = model.sites[outer][1]
+    return lo < model.sites[node][1] and model.sites[node][1] <= lo + _size(model, outer)
+
+
+def _size(model: FileModel, node: cst.CSTNode) -> int:
+    key = ("size", node)
+    found = model._memo.get(key)
+    if found is None:
+        from perflint.tree import find_all
+
+        found = model._memo[key] = len(find_all(node, cst.CSTNode))
+    return found
+
+
+def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev: SyncSite) -> bool:
+    steps = Steps.of(model)
+    calls = site.frame.function.calls if site.frame.function is not None else model.calls
+    for call in calls:
+        order = model.sites[call][1]
+        if order <= prev.order or order >= site.order or call is site.node or call is prev.node:
+            continue
+        if method_name(call) in ("item", "tolist", "cpu", "numpy", "synchronize", "size", "dim"):
+            continue
+        if steps.is_step_work(call):
+            return True
+        v = values.value(call)
+        if v.device == ON_DEVICE and v.kind in (TENSOR, None):
+            return True
+    return False
+
+
+def _timing_or_retry(model: FileModel, steps: Steps, frame: Frame) -> bool:
+    """A `synchronize()` that makes a measurement right (the loop or function reads a clock or records
+    CUDA events), or frees memory in a retry loop (a `try:` around the step)."""
+    loop = frame.loop
+    calls = steps.calls_in(loop) if loop is not None else (frame.function.calls if frame.function else [])
+    if frame.function is not None:
+        calls = list(calls) + frame.function.calls
+    for call in calls:
+        qual = model.qualname(call.func) or dotted(call.func) or ""
+        if qual in api.CLOCKS or qual.endswith(("Event", ".record", "elapsed_time")):
+            return True
+    if loop is not None and isinstance(loop.node, (cst.For, cst.While)):
+        body = getattr(loop.node.body, "body", ())
+        if any(isinstance(statement, (cst.Try, cst.TryStar)) for statement in body):
+            return True
+    return False
+
+
+def _to_host(model: FileModel, call: cst.Call) -> bool:
+    """`x.to("cpu")`, `x.to(torch.device("cpu"))`, blocking."""
+    if keyword(call, "non_blocking") is not None and is_true(keyword(call, "non_blocking").value):
+        return False
+    target = keyword(call, "device") or positional(call, 0)
+    if target is None:
+        return False
+    device, _ = Values.of(model).device_of(target.value)
+    return device == ON_HOST
+
+
+def _sized(model: FileModel, call: cst.Call, op: str) -> bool:
+    """Whether the output size is known without reading the data: `repeat_interleave` with a number of
+    repeats (only a tensor of repeats makes it wait) or with `output_size=`."""
+    if op != "repeat_interleave":
+        return False
+    if keyword(call, "output_size") is not None:
+        return True
+    repeats = keyword(call, "repeats") or positional(call, 0 if method_name(call) == op else 1)
+    return repeats is None or Values.of(model).value(repeats.value).kind != TENSOR
+
+
+def _waits_on_stream(model: FileModel, call: cst.Call) -> bool:
+    """`stream.synchronize()`, `event.synchronize()`, `torch.cuda.current_stream().synchronize()`."""
+    receiver = call.func.value
+    if isinstance(receiver, cst.Call):
+        return (model.qualname(receiver.func) or "").startswith("torch.cuda.")
+    name = (dotted(receiver) or "").lower()
+    return any(w in name for w in ("stream", "event"))
+
+
+def _assigned_to(model: FileModel, node: cst.Subscript) -> bool:
+    """`x[mask] = 0` is a masked fill: no size to learn."""
+    key = "assigned-subscripts"
+    targets = model._memo.get(key)
+    if targets is None:
+        targets = model._memo[key] = set()
+        for assign in model.nodes(cst.Assign):
+            for t in assign.targets:
+                if isinstance(t.target, cst.Subscript):
+                    targets.add(t.target)
+        for assign in model.nodes(cst.AugAssign):
+            if isinstance(assign.target, cst.Subscript):
+                targets.add(assign.target)
+    return node in targets
+
+
+def _evidence(model: FileModel, site: SyncSite) -> tuple:
+    out = []
+    v = site.value
+    if site.operand is not None and v is not None:
+        code = " ".join(model.module.code_for_node(site.operand).split())
+        if len(code) > 40:
+            code = code[:39] + "\u2026"
+        if v.device == ON_DEVICE:
+            out.append((f"`{code}` is on the device", None))
+        else:
+            out.append((f"`{code}` is a tensor on an unknown device, in a project that runs on an accelerator",
+                        None))
+        out.extend(v.why[:2])
+    if site.step is not None:
+        out.extend(site.step.why[:2])
+    return tuple(out)
