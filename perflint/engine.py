@@ -57,7 +57,7 @@ class Linter:
                 text = source.decode(module.encoding).lstrip("\ufeff")
             except (UnicodeError, LookupError):
                 pass
-        model = FileModel(path, module, facts)
+        model = FileModel(path, module, facts, text)
         broken: dict[Rule, str] = {}
         visits, leaves = self._tables[facts.torch]
         walker = Walker(model, visits, leaves, broken)

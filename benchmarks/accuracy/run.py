@@ -37,7 +37,7 @@ from perflint.runner import lint_paths  # noqa: E402
 FAMILIES = {  # the rules that report each family of labelled instances
     "sync": {"PFL101", "PFL102", "PFL103", "PFL104", "PFL105", "PFL106", "PFL107", "PFL108", "PFL109"},
     "blocking-copy": {"PFL203"},
-    "host-made": {"PFL201"},
+    "host-made": {"PFL201", "PFL206"},
     "unfused": {"PFL301"},
     "uncompiled": {"PFL401"},
 }
@@ -146,6 +146,8 @@ def main() -> int:
             if inst["path"] not in files:
                 continue
             family = inst["family"]
+            if family not in FAMILIES:
+                continue  # recorded for the future (host-data-copy): no rule reports it yet
             lines = inst.get("lines") or [inst["line"]]
             found = any(by_line[(inst["path"], line)] & FAMILIES[family] for line in lines)
             recall[family]["instances"] += 1

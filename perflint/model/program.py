@@ -65,7 +65,7 @@ class Frame:
 
     def __init__(self, kind: str, node: cst.CSTNode, parent: "Frame | None", scope: Scope | None = None,
                  function=None, no_grad: bool | None = None, compiled: bool | None = None) -> None:
-        self.kind = kind  # module, class, function, lambda, comprehension, loop, branch, gate, block, error
+        self.kind = kind  # module, class, function, lambda, comprehension, loop, branch, gate, once, block, error
         self.node = node
         self.parent = parent
         inherit = parent is not None and kind not in ("function", "lambda", "class")
@@ -108,7 +108,8 @@ class Frame:
 class FunctionInfo:
     """A `def` or `lambda` of the file."""
 
-    __slots__ = ("node", "name", "cls", "scope", "frame", "params", "decorators", "calls", "returns", "is_lambda")
+    __slots__ = ("node", "name", "cls", "scope", "frame", "params", "decorators", "calls", "returns", "yields",
+                 "is_lambda")
 
     def __init__(self, node, name: str, cls, decorators: list[str]) -> None:
         self.node = node
@@ -120,6 +121,7 @@ class FunctionInfo:
         self.decorators = decorators  # qualified (or dotted) names of the decorators
         self.calls: list[cst.Call] = []  # calls made directly in its body (not in nested functions)
         self.returns: list[cst.BaseExpression] = []
+        self.yields: list[cst.BaseExpression] = []  # a generator's yielded values (`yield x, y`)
         self.is_lambda = isinstance(node, cst.Lambda)
 
     @property
@@ -168,14 +170,42 @@ def _gate(test: cst.BaseExpression) -> bool:
     return False
 
 
+def _caches(node: cst.If) -> bool:
+    """`if self.mask is None or self.mask.size(0) != n: self.mask = make(n)`: a value computed once and kept
+    (again only when it must change), not on every call."""
+    test = node.test
+    names = set()
+    stack = [test]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.BooleanOperation):
+            stack += [n.left, n.right]
+        elif isinstance(n, cst.Comparison) and len(n.comparisons) == 1 \
+                and isinstance(n.comparisons[0].operator, cst.Is) \
+                and isinstance(n.comparisons[0].comparator, cst.Name) and n.comparisons[0].comparator.value == "None":
+            name = dotted(n.left)
+            if name is not None:
+                names.add(name)
+    if not names:
+        return False
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and any(dotted(t.target) in names for t in small.targets):
+                    return True
+    return False
+
+
 class FileModel:
     """Everything the rules know about one file. Built by `build()`; see the module docstring."""
 
-    def __init__(self, path: str, module: cst.Module, facts=None) -> None:
+    def __init__(self, path: str, module: cst.Module, facts=None, text: str = "") -> None:
         from perflint.model.project import FileFacts
 
         self.path = path
         self.module = module
+        self.text = text
         self.facts = facts if facts is not None else FileFacts.alone()
         self.aliases: dict[str, str] = {}  # local name -> qualified name, from imports
         self.module_scope = Scope(module, "module", None)
@@ -641,7 +671,8 @@ class Walker:
         model = self.model
         self.walk(node.test)
         gated = model.frame.loop is not None and _gate(node.test)
-        self._in(Frame("gate" if gated else "branch", node, model.frame), [node.body])
+        kind = "gate" if gated else "once" if _caches(node) else "branch"
+        self._in(Frame(kind, node, model.frame), [node.body])
         if node.orelse is not None:
             self._in(Frame("branch", node.orelse, model.frame), [node.orelse])
 
@@ -731,6 +762,12 @@ class Walker:
             function.calls.append(node)
         self.children(node)
 
+    def _yield(self, node: cst.Yield) -> None:
+        function = self.model.frame.function
+        if function is not None and isinstance(node.value, cst.BaseExpression):
+            function.yields.append(node.value)
+        self.children(node)
+
     def _raise(self, node: cst.Raise) -> None:
         self._in(Frame("error", node, self.model.frame), [node.exc, node.cause])
 
@@ -769,6 +806,7 @@ _SPECIAL: dict[type, Callable[[Walker, cst.CSTNode], None]] = {
     cst.Call: Walker._call,
     cst.Return: Walker._return,
     cst.Raise: Walker._raise,
+    cst.Yield: Walker._yield,
     cst.Assert: Walker._assert,
     **{c: Walker._comprehension for c in _COMPREHENSIONS},
 }

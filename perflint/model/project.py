@@ -17,8 +17,15 @@ from perflint.model import torchapi as api
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^#\n;]*)"
                      r"|import[ \t]+([^#\n;]+))", re.MULTILINE)
 _DEVICE_WORK = re.compile(r"\.cuda\(|[\"']cuda|\.to\([^)\n]*(?:device|dev\b|rank|gpu)|device\s*=|torch\.device\(")
-_COMPILE = re.compile(r"torch\.compile\b|torch\.jit\.(?:script|trace)\b|\bjit\.(?:script|trace)\(|_dynamo\.optimize"
-                      r"|\.compile\(|torch\.export\b|torch_compile|\bcompile\s*=")
+# A call that compiles a model (not `@torch.jit.script` on a helper, not `re.compile`, not a mention in
+# a string or a comment): `torch.compile(model)`, `model.compile()`, `torch.jit.script(model)`.
+_COMPILE = re.compile(r"^(?P<indent>[ \t]*)(?P<code>[^#\n]*?(?:\btorch\.compile\(|(?<!\bre)(?<!regex)\.compile\("
+                      r"|\bjit\.(?:script|trace)\(|_dynamo\.optimize\(|\btorch\.export\.export\())", re.MULTILINE)
+_GUARD = re.compile(r"(?:if|elif)\s+(not\s+)?([\w.]+)\s*(?:==\s*True\s*)?:")
+_TRUE_DEFAULTS = (re.compile(r"^[ \t]*(\w+)\s*(?::\s*bool)?\s*=\s*True\b", re.MULTILINE),
+                  re.compile(r"add_argument\(\s*['\"]-{1,2}([\w-]+)['\"][^)]*?default\s*=\s*True"),
+                  re.compile(r"add_argument\(\s*['\"]--no[-_]([\w-]+)['\"][^)]*?store_false"))
+_CUSTOM_TO = re.compile(r"^[ \t]+def to\(self", re.MULTILINE)
 _DEFAULT_DEVICE = re.compile(r"set_default_device|set_default_tensor_type\([^)]*cuda")
 _TEST_NAME = re.compile(r"(?:^test_.*|.*_test|^conftest)\.(?:py|ipynb)$")
 
@@ -30,20 +37,23 @@ class FileFacts:
     torch: bool = True  # PyTorch code: rules about torch apply
     test_file: bool = False  # test_*.py, *_test.py, conftest.py, or below a tests/ folder
     device_work: bool = True  # the project moves work to an accelerator somewhere
-    compiles: bool = False  # the project calls torch.compile (or TorchScript, export) somewhere
+    compiles: bool = False  # its program compiles a model somewhere, perhaps behind a flag
+    compiled_by_default: bool = False  # ... and does so on its default path (no flag, or a flag that is on)
     default_device: bool = False  # this file sets the default device: factories may not make host tensors
+    custom_to: bool = False  # its program defines a `to()` method of its own (a batch class such as NestedTensor)
 
     def key(self) -> str:
         return "".join("1" if v else "0" for v in (self.torch, self.test_file, self.device_work, self.compiles,
-                                                    self.default_device))
+                                                    self.compiled_by_default, self.default_device, self.custom_to))
 
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
         """The facts of a file linted on its own: everything comes from its text."""
         scan = Scan(path, text)
         return FileFacts(torch=scan.torch_direct or not text, test_file=is_test_path(path),
-                         device_work=scan.device_work or not text, compiles=scan.compiles,
-                         default_device=scan.default_device)
+                         device_work=scan.device_work or not text, compiles=bool(scan.compile_guards),
+                         compiled_by_default=scan.compiled_by_default(scan.true_defaults),
+                         default_device=scan.default_device, custom_to=scan.custom_to)
 
 
 def is_test_path(path: str) -> bool:
@@ -54,8 +64,8 @@ def is_test_path(path: str) -> bool:
 class Scan:
     """The imports and a few telling words of one file's text."""
 
-    __slots__ = ("path", "imports", "torch_direct", "other_framework", "device_work", "compiles",
-                 "default_device")
+    __slots__ = ("path", "imports", "torch_direct", "other_framework", "device_work", "compile_guards",
+                 "true_defaults", "default_device", "custom_to")
 
     def __init__(self, path: str, text: str) -> None:
         self.path = path
@@ -79,8 +89,66 @@ class Scan:
         self.torch_direct = bool(heads & api.TORCH_PACKAGES)
         self.other_framework = bool(heads & api.OTHER_FRAMEWORKS)
         self.device_work = bool(_DEVICE_WORK.search(text))
-        self.compiles = bool(_COMPILE.search(text))
         self.default_device = bool(_DEFAULT_DEVICE.search(text))
+        self.custom_to = bool(_CUSTOM_TO.search(text))
+        # Each compile call and the flag it sits under (None: it always runs).
+        self.compile_guards: list[tuple[str | None, bool]] = []
+        matches = [m for m in _COMPILE.finditer(text) if m.group("code").count('"') % 2 == 0
+                   and m.group("code").count("'") % 2 == 0
+                   and _compiles_a_model(text[m.start():text.find("\n", m.end())])]
+        if matches:
+            lines = text.splitlines()
+            entry = "__main__" in text
+            for m in matches:
+                self.compile_guards.append(_guard(lines, text.count("\n", 0, m.start()), len(m.group("indent")), entry))
+        self.true_defaults = {n.replace("-", "_") for pattern in _TRUE_DEFAULTS for n in pattern.findall(text)} \
+            if matches or "True" in text else set()
+
+    def compiled_by_default(self, true_defaults: set[str]) -> bool:
+        """Whether one of its compile calls runs without a flag, or under a flag that defaults to on."""
+        return any(name is None or name != _LIBRARY and (name in true_defaults) != negated
+                   for name, negated in self.compile_guards)
+
+
+_BLOCKS = ("if ", "elif ", "else", "for ", "while ", "with ", "try", "except", "finally", "def ", "async ",
+           "class ", "match ", "case ")
+_MODEL_WORDS = ("model", "net", "module", "backbone", "encoder", "decoder", "student", "teacher", "policy", "agent",
+                "transformer", "generator", "discriminator", "actor", "critic", "task", "layer", "block", "unet")
+
+
+def _compiles_a_model(line: str) -> bool:
+    """`torch.compile(model)`, `self.net.compile()`, `torch.jit.script(model)`; not `torch.compile(_update_fn)`
+    (an optimizer's helper), whose compiling fuses nothing of the model."""
+    m = re.search(r"(?:torch\.compile|jit\.script|jit\.trace|export\.export)\(\s*([\w.]+)", line)
+    if m is None:
+        m = re.search(r"([\w.]+)\.compile\(", line)
+    last = m.group(1).rsplit(".", 1)[-1].lower() if m else ""
+    return any(w in last for w in _MODEL_WORDS)
+
+
+def _guard(lines: list[str], row: int, indent: int, entry: bool) -> tuple[str | None, bool]:
+    """The flag a compile call runs under: the condition of the nearest enclosing `if` (`if args.compile:`
+    -> ("compile", False), `if not eager:` -> ("eager", True)); (None, False) when it always runs with the
+    program. In a library function (a file that is not a script) it runs only if someone calls it: never
+    by default, as far as a text scan can tell."""
+    flag: tuple[str | None, bool] | None = None
+    for line in reversed(lines[:row]):
+        stripped = line.lstrip()
+        depth = len(line) - len(stripped)
+        if depth >= indent or not stripped.startswith(_BLOCKS):
+            continue  # a line inside the block, or the continuation of a long header: `) -> Module:`
+        indent = depth
+        m = _GUARD.match(stripped)
+        if m and flag is None:
+            flag = (m.group(2).rsplit(".", 1)[-1], bool(m.group(1)))
+        if stripped.startswith(("def ", "async def ")) and not entry:
+            return _LIBRARY, False
+        if depth == 0:
+            break
+    return flag if flag is not None else (None, False)
+
+
+_LIBRARY = "<a library function>"
 
 
 class Project:
@@ -96,9 +164,7 @@ class Project:
             for i in range(len(parts)):
                 self._by_name.setdefault(".".join(parts[i:]), []).append(path)
         self._torch: dict[str, bool] = {}
-        torch_files = [s for s in scans.values() if s.torch_direct]
-        self.device_work = any(s.device_work for s in torch_files)
-        self.compiles = any(s.compiles for s in torch_files)
+        self._programs = self._connect()
 
     def resolve(self, path: str, level: int, module: str, names: tuple[str, ...]) -> list[str]:
         """The project files an import statement of `path` may load."""
@@ -133,11 +199,43 @@ class Project:
         self._torch[path] = result
         return result
 
+    def _connect(self) -> dict[str, tuple[bool, bool, bool, bool]]:
+        """For each file, facts of its program (the files linked to it by local imports, either way): does
+        it compile a model somewhere, does it do so by default, does it move work to a device, does it
+        define a `to()` method of its own. A folder of separate examples is many programs; a package and
+        the scripts that import it are one."""
+        parent = {path: path for path in self.scans}
+
+        def find(p: str) -> str:
+            while parent[p] != p:
+                parent[p] = parent[parent[p]]
+                p = parent[p]
+            return p
+
+        for path, scan in self.scans.items():
+            for level, module, names in scan.imports:
+                for dep in self.resolve(path, level, module, names):
+                    parent[find(dep)] = find(path)
+        members: dict[str, list[Scan]] = {}
+        for path, scan in self.scans.items():
+            members.setdefault(find(path), []).append(scan)
+        programs = {}
+        for root, scans in members.items():
+            device_work = any(s.device_work for s in scans if s.torch_direct)
+            custom_to = any(s.custom_to for s in scans)
+            scans = [s for s in scans if not is_test_path(s.path)]  # a test that scripts a model is not the run
+            defaults = set().union(*(s.true_defaults for s in scans))
+            any_compile = any(s.compile_guards for s in scans)
+            programs[root] = (any_compile, any_compile and any(s.compiled_by_default(defaults) for s in scans),
+                              device_work, custom_to)
+        return {path: programs[find(path)] for path in self.scans}
+
     def facts(self, path: str) -> FileFacts:
         scan = self.scans[path]
-        return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path),
-                         device_work=self.device_work or scan.device_work, compiles=self.compiles,
-                         default_device=scan.default_device)
+        compiles, by_default, device_work, custom_to = self._programs[path]
+        return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path), device_work=device_work,
+                         compiles=compiles, compiled_by_default=by_default, default_device=scan.default_device,
+                         custom_to=custom_to)
 
 
 def _common(a: str, b: str) -> tuple:

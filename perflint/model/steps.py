@@ -77,12 +77,18 @@ class Steps:
             kind = f.kind
             if kind == "error":
                 return Step(False, (("only when raising an error", f.node),))
-            if kind == "gate" and gate is None:
+            if kind == "once":
+                return Step(False, (("computed once and kept: `{}`", f.node.test),))
+            if kind == "gate" and gate is None and not self.gate_does_step_work(f):
                 gate = f
             elif kind in ("loop", "comprehension"):
                 loop = self.loop_kind(f)
                 if gate is not None and loop.kind in (SMALL, NEUTRAL) and _gate_over(gate, f):
                     gate = None  # `if i % 2 == 0` over an inner loop's index: still every step
+                if loop.kind in (SMALL, NEUTRAL) and f.function is not None and f.function.yields:
+                    feeds = self.feeds_step_loop(f.function)
+                    if feeds is not None:
+                        loop = LoopKind(STEP, feeds)
                 if loop.kind == STEP:
                     if gate is not None:
                         return Step(False, (("gated by `{}`", gate.node.test),))
@@ -175,6 +181,43 @@ class Steps:
             if isinstance(source, (cst.Tuple, cst.List, cst.Set)) and len(source.elements) <= _SMALL_RANGE:
                 return True
         return False
+
+    def feeds_step_loop(self, info: FunctionInfo) -> tuple | None:
+        """For a generator: evidence that a step loop of this file iterates it (each of its iterations then
+        runs once per step)."""
+        key = ("feeds-step", info)
+        if key in self.model._memo:
+            return self.model._memo[key]
+        self.model._memo[key] = None
+        found = None
+        for loop in self.model.all_loops:
+            node = loop.node
+            iterable = node.iter if isinstance(node, cst.For) else getattr(getattr(node, "for_in", None), "iter", None)
+            if iterable is None:
+                continue
+            for source in _sources(iterable):
+                if isinstance(source, cst.Call) and self.values.callee(source) is info \
+                        and self.loop_kind(loop).kind == STEP:
+                    found = ((f"runs every step: `{info.qualname}` yields the batches of the step loop at `{{}}`",
+                              iterable),)
+                    break
+            if found:
+                break
+        self.model._memo[key] = found
+        return found
+
+    def gate_does_step_work(self, gate: Frame) -> bool:
+        """`if step % train_frequency == 0: ... loss.backward(); opt.step()`: a training step taken every k
+        iterations is still a step; only a block that logs or checks something is a gate."""
+        key = ("gate-work", gate)
+        found = self.model._memo.get(key)
+        if found is None:
+            sites = self.model.sites
+            found = any(gate.encloses(sites[call][0]) and self.is_step_work(call) for call in gate.function.calls) \
+                if gate.function is not None else \
+                any(gate.encloses(sites[call][0]) and self.is_step_work(call) for call in self.model.calls)
+            self.model._memo[key] = found
+        return found
 
     def calls_in(self, frame: Frame) -> list[cst.Call]:
         """The calls inside a loop (nested loops included, nested functions not)."""

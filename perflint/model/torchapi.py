@@ -31,7 +31,7 @@ LIKE_FACTORIES = frozenset(f"torch.{n}_like" for n in ("zeros", "ones", "empty",
 NOT_TENSOR = frozenset({
     "torch.device", "torch.dtype", "torch.Size", "torch.Generator", "torch.no_grad", "torch.enable_grad",
     "torch.inference_mode", "torch.set_grad_enabled", "torch.manual_seed", "torch.seed", "torch.is_tensor",
-    "torch.is_floating_point", "torch.numel", "torch.save", "torch.load", "torch.compile",
+    "torch.is_floating_point", "torch.numel", "torch.save", "torch.compile",
     "torch.get_default_dtype", "torch.set_default_dtype", "torch.set_num_threads", "torch.get_num_threads",
     "torch.autocast", "torch.set_float32_matmul_precision", "torch.use_deterministic_algorithms",
     "torch.finfo", "torch.iinfo", "torch.typename", "torch.is_grad_enabled", "torch.is_complex", "torch.is_conj",

@@ -57,6 +57,10 @@ class Value:
 
 
 UNKNOWN = Value()
+# Callables that hand back what they are given, for iterating: progress bars, loggers, prefetchers.
+_PASS_THROUGH = {"tqdm", "log_every", "track", "progress_bar", "prefetch", "cycle", "iter"}
+# Helpers of other packages that take a module and give it back wrapped: `parallelize_module`, `fully_shard`.
+_MODULE_WRAPPING = ("parallel", "shard", "wrap", "fsdp", "ddp", "convert", "prepare", "replicate", "to_device")
 NUMBER_VALUE = Value(NUMBER)
 OTHER_VALUE = Value(OTHER)
 _MAX_WHY = 4
@@ -184,10 +188,15 @@ class Values:
             return NUMBER_VALUE
         if name == "None":
             return OTHER_VALUE
+        return self.named(name, node, frame, order)
+
+    def named(self, name: str, node: cst.CSTNode, frame: Frame, order: int) -> Value:
+        """The value of a name at a place; where the bindings say nothing of its kind, what the name says
+        (`model = build(...)`: a module, built by that call)."""
         found = self.lookup(name, frame, order)
         if found is None:
             return self.guess(name, node)
-        if found.kind is None:  # `model = build(...).to(device)`: what the name says, where the code put it
+        if found.kind is None:
             guessed = self.guess(name, node)
             if guessed.kind is not None and guessed.kind != LOADER:
                 return replace(found, kind=guessed.kind)
@@ -213,6 +222,22 @@ class Values:
             first = False
         return None
 
+    def source(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """For a name, the expression its last reaching binding assigned (`b_inds[start:end]` for
+        `mb_inds`), where a finding about the value belongs; None for anything else."""
+        if not isinstance(node, cst.Name):
+            return None
+        frame, order = self._site(node)
+        scope = frame.scope
+        while scope is not None:
+            bindings = scope.bindings.get(node.value)
+            if bindings:
+                reaching = _reaching(bindings, frame, order if scope is frame.scope else None)
+                b = reaching[0] if reaching else None
+                return b.value if b is not None and b.how in ("assign", "walrus") else None
+            scope = scope.parent
+        return None
+
     def guess(self, name: str, node: cst.CSTNode) -> Value:
         """A name bound nowhere in the file (a global of another module, a builtin): its name may say."""
         last = name.rsplit(".", 1)[-1]
@@ -223,8 +248,8 @@ class Values:
             return Value(MODULE, why=(("`{}` (by its name)", node),))
         if last in api.OPTIMIZER_NAMES:
             return Value(OPTIMIZER)
-        if any(w in lower for w in api.LOADER_WORDS) and not lower.endswith(("s", "_fn", "_cls", "_kwargs",
-                                                                              "_args", "_names", "_list")):
+        if (any(w in lower for w in api.LOADER_WORDS) or lower == "dl" or lower.endswith("_dl")) \
+                and not lower.endswith(("s", "_fn", "_cls", "_kwargs", "_args", "_names", "_list")):
             return Value(LOADER, loader=node, why=(("`{}`", node),))
         if _device_word(lower):
             return Value(DEVICE, ON_DEVICE, why=(("`{}`", node),))
@@ -270,9 +295,7 @@ class Values:
             call: cst.Call = b.value
             frame, _ = self._site(call)
             name = dotted(call.func.value)
-            before = self.lookup(name, frame, b.order) if name else None
-            if before is None:
-                before = self.guess(name, call.func.value)
+            before = self.named(name, call.func.value, frame, b.order)
             if before.kind != MODULE:
                 return before
             return self.module_method(call, before, call.func.attr.value)
@@ -302,7 +325,7 @@ class Values:
         if qual in ("torch.nn.Module",) or last == "Module" and qual.startswith("torch"):
             return Value(MODULE, why=why)
         if last == "DataLoader":
-            return Value(LOADER, why=why)
+            return Value(LOADER, why=why, loader=node)
         if qual == "torch.device":
             return Value(DEVICE, why=why)
         if last in ("int", "float", "bool", "complex"):
@@ -374,10 +397,7 @@ class Values:
 
     def param(self, info: FunctionInfo, param: cst.Param) -> Value:
         name = param.name.value
-        if param.annotation is not None:
-            annotated = self.annotation(param.annotation.annotation)
-            if annotated.kind is not None:
-                return annotated
+        annotated = self.annotation(param.annotation.annotation) if param.annotation is not None else UNKNOWN
         if info.cls is not None and name in ("self", "cls"):
             return OTHER_VALUE
         if param.star in ("*", "**"):
@@ -386,6 +406,9 @@ class Values:
         if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
             values.append(self.value(param.default))
         known = [v for v in values if v.kind is not None or v.device is not None]
+        if annotated.kind is not None:  # the annotation says what; the call sites may say more (which loader)
+            agreeing = [v for v in known if v.kind == annotated.kind]
+            return join(agreeing) if agreeing else annotated
         if known:
             return join(known)
         if info.name == "forward" and info.cls is not None and self.is_module_class(info.cls):
@@ -505,6 +528,9 @@ class Values:
         qual = self.model.qualname(func)
         if qual is not None:
             return self.qualified_call(qual, call)
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if last in _PASS_THROUGH and call.args and not call.args[0].keyword and self.callee(call) is None:
+            return self.value(call.args[0].value)  # `tqdm(loader)`, `metric_logger.log_every(loader, ...)`
         if isinstance(func, cst.Name):
             name = func.value
             frame, order = self._site(call)
@@ -533,7 +559,7 @@ class Values:
                 return self.tensor_method(call, receiver, method)
             if receiver.kind == NDARRAY:
                 return NUMBER_VALUE if method in ("item", "tolist", "sum", "mean", "max", "min") \
-                    and not call.args else Value(NDARRAY)
+                    and not call.args else Value(NDARRAY, origin=receiver.origin)
             if receiver.kind == MODULE:
                 return self.module_method(call, receiver, method)
             if receiver.kind == LOADER:
@@ -546,10 +572,14 @@ class Values:
                 return self.module_output(call, own)
             if own.kind == LOADER:
                 return own
-            if receiver.kind is None and method in ("to", "cuda") and dotted(func.value) is not None:
-                # `x.to(device)` of something unknown: whatever it is, it now lives on the device
+            if receiver.kind is None and method in ("to", "cuda"):
                 moved = self.tensor_method(call, Value(TENSOR), method)
-                return replace(moved, kind=None) if moved.device is not None else UNKNOWN
+                if _constructs(func.value):  # `TransformerNet().to(device)`: an instance of a class, moved
+                    return Value(MODULE, moved.device, moved.why, origin=receiver.origin or func.value)
+                if dotted(func.value) is not None:
+                    # `x.to(device)` of something unknown: whatever it is, it now lives on the device
+                    return replace(moved, kind=None, origin=receiver.origin) if moved.device is not None \
+                        else UNKNOWN
             return self.opaque(call)
         callee = self.value(func)  # self.blocks[i](x), factory()(x)
         if callee.kind == MODULE:
@@ -557,19 +587,27 @@ class Values:
         return self.opaque(call)
 
     def opaque(self, call: cst.Call) -> Value:
-        """A call the model cannot follow. Given a tensor on the device, its result is taken to be one
-        too (`accuracy(output, target)`), without claiming it is a tensor."""
+        """A call the model cannot follow (a function of another file or package). Given a tensor on the
+        device, its result is taken to be one too (`accuracy(output, target)`), without claiming it is a
+        tensor; a helper that wraps a module (`parallelize_module(model, ...)`, `fully_shard(model)`)
+        returns that module. The result remembers the call (`origin`): if the code later shows it is a
+        module (`Net().to(device)`, or a name such as `model`), that is where the module was built."""
+        name = (dotted(call.func) or "").rsplit(".", 1)[-1].lower()
         for arg in call.args:
             v = self.value(arg.value)
             if v.kind == TENSOR and v.device == ON_DEVICE:
                 return Value(None, ON_DEVICE, _why((f"`{{}}` is given a device tensor", call), v.why))
-        return UNKNOWN
+            if v.kind == MODULE and any(w in name for w in _MODULE_WRAPPING):
+                return Value(MODULE, v.device, v.why, origin=v.origin or call)
+        return Value(origin=call)
 
     def returned(self, info: FunctionInfo, call: cst.Call) -> Value:
         if info.name == "__init__" and info.cls is not None:
             if self.is_module_class(info.cls):
                 return Value(MODULE, ON_HOST, (("built by `{}`", call),), origin=call)
             return Value(OTHER, cls=info.cls)
+        if info.yields:  # a generator: iterating it gives what it yields
+            return Value(OTHER, element=join([self.value(y) for y in info.yields]))
         returns = info.returns if not info.is_lambda else [info.node.body]
         if not returns:
             return OTHER_VALUE
@@ -599,7 +637,7 @@ class Values:
                 if target is None or self.model.qualname(target.value) in api.DTYPES \
                         or "dtype" in (dotted(target.value) or ""):
                     return module  # `.to(torch.float16)`, `.to(dtype=...)`: it stays where it was
-            return replace(module, device=moved.device, why=moved.why or module.why, origin=None)
+            return replace(module, device=moved.device, why=moved.why or module.why)
         if method in api.MODULE_SELF_METHODS:
             return module
         if method in ("parameters", "buffers", "named_parameters", "named_buffers"):
@@ -646,8 +684,10 @@ class Values:
             if other.kind == TENSOR:
                 return Value(TENSOR, other.device, _why(("moved by `{}`", call), other.why))
             return replace(tensor, items=None, element=None)
-        if method == "pin_memory":
-            return replace(tensor, items=None, element=None)
+        if method == "type_as" and call.args:  # `ones(n).type_as(x)`: to x's dtype and device
+            other = self.value(call.args[0].value)
+            if other.kind == TENSOR and other.device == ON_DEVICE:
+                return Value(TENSOR, ON_DEVICE, _why(("moved by `{}`", call), other.why))
         return replace(tensor, items=None, element=None)
 
     def device_of(self, expr: cst.CSTNode) -> tuple[str | None, tuple]:
@@ -728,7 +768,7 @@ class Values:
         model = self.model
         head = qual.split(".", 1)[0]
         if head == "numpy":
-            return Value(NDARRAY)
+            return Value(NDARRAY, origin=call)
         if head in ("math", "random", "time", "os", "sys", "json", "re", "logging", "argparse", "pathlib",
                     "datetime", "itertools", "functools", "collections", "copy", "pickle", "shutil", "glob"):
             if qual in ("itertools.count",):
@@ -746,7 +786,7 @@ class Values:
             if call.args:
                 inner = self.value(call.args[0].value)
                 if inner.kind in (MODULE, None) and qual not in ("torch.jit.trace",) or inner.kind == MODULE:
-                    return Value(MODULE, inner.device, inner.why, origin=inner.origin)
+                    return Value(MODULE, inner.device, inner.why, origin=inner.origin or call)
             return Value(MODULE)
         if qual == "torch.device" or qual in api.DEVICE_FUNCTIONS:
             device, why = self.device_of(call)
@@ -877,7 +917,7 @@ def project(v: Value, path: tuple) -> Value:
         elif v.kind is None and v.device == ON_DEVICE:
             v = Value(None, ON_DEVICE, v.why)
         else:
-            return UNKNOWN
+            return Value(origin=v.origin) if v.origin is not None and v.kind is None else UNKNOWN
     return v
 
 
@@ -893,6 +933,14 @@ def element_of(v: Value) -> Value:
     if v.kind == MODULE:
         return v
     return UNKNOWN
+
+
+def _constructs(node: cst.CSTNode) -> bool:
+    """`Net(...)`, `models.ResNet(...)`: a call of a CamelCase name, which by convention makes an instance."""
+    if not isinstance(node, cst.Call):
+        return False
+    last = (dotted(node.func) or "").rsplit(".", 1)[-1]
+    return last[:1].isupper() and any(c.islower() for c in last)
 
 
 def _device_word(lower: str) -> bool:

@@ -61,71 +61,68 @@ def module_call(model: FileModel, call: cst.Call) -> str | None:
 # ---- whole-file facts (PFL8xx, PFL9xx) ------------------------------------------------------------
 _AUTOCAST = {"torch.autocast", "torch.cuda.amp.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast",
              "torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler"}
-_HALF_ATTRS = {"float16", "half", "bfloat16"}
+_HALF = ("float16", "bfloat16", ".half()", "autocast", "GradScaler")
+
+
+class WholeFile:
+    """What a whole file does, computed once for the rules that decide from it: whether it uses CUDA,
+    where it first calls `.backward()`, whether it runs in fp16/bf16, which dotted names it assigns
+    (`torch.backends.cudnn.benchmark = True`) and which torch functions it calls."""
+
+    def __init__(self, model: FileModel) -> None:
+        text = model.text
+        self.cuda = "cuda" in text or "torch.accelerator" in text
+        self.half = any(h in text for h in _HALF)
+        self.backward: cst.Call | None = None
+        self.called: set[str] = set()
+        for call in model.calls:
+            if self.backward is None and method_name(call) == "backward":
+                self.backward = call
+            qual = model.call_name(call)
+            if qual is not None:
+                self.called.add(qual)
+        self.assigned = {q for node in model.nodes(cst.Assign) for t in node.targets
+                         if (q := model.qualname(t.target)) is not None}
+
+    @staticmethod
+    def of(model: FileModel) -> "WholeFile":
+        found = model._memo.get("whole-file")
+        if found is None:
+            found = model._memo["whole-file"] = WholeFile(model)
+        return found
 
 
 class FileFactsRule(Rule):
-    """A rule that decides at the end of a file from what the whole file does: whether it uses CUDA (a
-    `.cuda()` call, a `torch.cuda.*` call or a string that says "cuda"), where it first calls `.backward()`,
-    whether it runs in fp16/bf16 (autocast, a GradScaler, `.half()`, `torch.float16`), which dotted names it
-    assigns (`torch.backends.cudnn.benchmark = True`), which functions it calls, and whether it is a test
-    file (`test_*.py`, `*_test.py`, `conftest.py`). Subclasses implement
-    `check(model)`, may override `start()` (per-file state) and `on_call(node, model, qual)`."""
+    """A rule that decides at the end of a file from what the whole file does (`WholeFile`). Subclasses
+    implement `check(model)`, may override `start()` (per-file state) and `on_call(node, model, qual)`,
+    which sees every call of the file in order, with `model.frame` where the call is; `replays(model)`
+    says whether that is needed at all (the default: when `on_call` is overridden)."""
 
     def visit_Module(self, node: cst.Module, model: FileModel) -> None:
-        name = model.path.replace("\\", "/").rsplit("/", 1)[-1]
-        self.test_file = name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-        self.cuda = False
-        self.half = False
-        self.backward: cst.Call | None = None
-        self.assigned: set[str] = set()
-        self.called: set[str] = set()
         self.start()
+
+    def finish(self, model: FileModel) -> None:
+        facts = WholeFile.of(model)
+        self.test_file, self.cuda, self.half = model.facts.test_file, facts.cuda, facts.half
+        self.backward, self.assigned, self.called = facts.backward, facts.assigned, facts.called
+        if self.replays(model):
+            outer = model.frame
+            try:
+                for call in model.calls:
+                    model.frame = model.sites[call][0]
+                    self.on_call(call, model, model.call_name(call))
+            finally:
+                model.frame = outer
+        self.check(model)
+
+    def replays(self, model: FileModel) -> bool:
+        return type(self).on_call is not FileFactsRule.on_call
 
     def start(self) -> None:
         pass
 
-    def visit_SimpleString(self, node: cst.SimpleString, model: FileModel) -> None:
-        if "cuda" in node.value:
-            self.cuda = True
-
-    def visit_Attribute(self, node: cst.Attribute, model: FileModel) -> None:
-        if node.attr.value in _HALF_ATTRS or node.attr.value in ("autocast", "GradScaler"):
-            qual = model.qualname(node)
-            if qual is not None and (qual in _AUTOCAST or qual.startswith("torch.") and node.attr.value in _HALF_ATTRS
-                                     and qual.count(".") == 1):
-                self.half = True
-
-    def visit_Call(self, node: cst.Call, model: FileModel) -> None:
-        qual = model.call_name(node)
-        method = method_name(node)
-        if method == "backward" and self.backward is None:
-            self.backward = node
-        elif method in ("half", "bfloat16"):
-            self.half = True
-        elif method == "cuda":
-            self.cuda = True
-        if qual is not None:
-            self.called.add(qual)
-            if qual.startswith(("torch.cuda.", "torch.accelerator.")):
-                self.cuda = True
-            if qual in _AUTOCAST:
-                self.half = True
-        self.on_call(node, model, qual)
-
     def on_call(self, node: cst.Call, model: FileModel, qual: str | None) -> None:
         pass
 
-    def visit_Assign(self, node: cst.Assign, model: FileModel) -> None:
-        for target in node.targets:
-            qual = model.qualname(target.target)
-            if qual is not None:
-                self.assigned.add(qual)
-
-    def finish(self, model: FileModel) -> None:
-        self.check(model)
-
     def check(self, model: FileModel) -> None:
         raise NotImplementedError
-
-

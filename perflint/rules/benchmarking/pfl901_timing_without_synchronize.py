@@ -2,10 +2,9 @@ import libcst as cst
 
 from perflint.model.names import keyword, positional
 from perflint.model.program import FileModel
-from perflint.rules.benchmarking.timed_regions import TimedRegion, TimedRegionRule, syncs_host, torch_work
+from perflint.rules.benchmarking.timed_regions import TIMEIT, TimedRegion, TimedRegionRule, syncs_host, torch_work
 
 
-_TIMEIT = {"timeit.timeit", "timeit.repeat", "timeit.Timer"}
 
 
 class TimingWithoutSynchronize(TimedRegionRule):
@@ -61,7 +60,7 @@ lambda runs torch work.
 
     def on_call(self, node: cst.Call, model: FileModel, qual: str | None) -> None:
         super().on_call(node, model, qual)
-        if qual in _TIMEIT:
+        if qual in TIMEIT:
             arg = keyword(node, "stmt") or positional(node, 0)
             body = arg.value.body if arg is not None and isinstance(arg.value, cst.Lambda) else None
             if isinstance(body, cst.Call) and torch_work(model, body, model.call_name(body)) is not None \

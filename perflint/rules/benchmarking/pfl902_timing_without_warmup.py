@@ -51,15 +51,17 @@ and the function mentions no name containing "warm" (`warmup_iters`, `for _ in r
 hidden in functions of your own is not seen; nor is a warm-up in another function.
 """
 
-    def start(self) -> None:
-        super().start()
-        self.warm: set[cst.CSTNode] = set()
-
-    def visit_Name(self, node: cst.Name, model: FileModel) -> None:
-        if "warm" in node.value.lower():
-            self.warm.add(model.function or model.module)
-
     def closed(self, end: cst.Call, region: TimedRegion, model: FileModel) -> cst.CSTNode | None:
-        if region.loops or region.trains or region.work & region.before or (model.function or model.module) in self.warm:
+        if region.loops or region.trains or region.work & region.before or _mentions_warm_up(model):
             return None
         return region.start
+
+
+def _mentions_warm_up(model: FileModel) -> bool:
+    """Whether the function around the current node mentions a warm-up (`warmup_iters`, `_warm_up()`)."""
+    scope = model.function or model.module
+    key = ("mentions-warm-up", scope)
+    found = model._memo.get(key)
+    if found is None:
+        found = model._memo[key] = "warm" in model.module.code_for_node(scope).lower()
+    return found

@@ -12,7 +12,7 @@ from perflint.model import torchapi as api
 from perflint.model.names import dotted, method_name
 from perflint.model.program import FileModel
 from perflint.model.values import OPTIMIZER, TENSOR
-from perflint.rules.common import FileFactsRule, module_call
+from perflint.rules.common import FileFactsRule, WholeFile, module_call
 
 _SYNC_METHODS = {"item", "cpu", "tolist", "numpy", "synchronize", "elapsed_time"}
 
@@ -47,6 +47,7 @@ def torch_work(model: FileModel, call: cst.Call, qual: str | None) -> str | None
 
 # ---- timed regions (PFL9xx) -----------------------------------------------------------------------
 CLOCKS = api.CLOCKS
+TIMEIT = frozenset({"timeit.timeit", "timeit.repeat", "timeit.Timer"})
 _REPEATS = {"range", "trange", "itertools.repeat", "tqdm.trange"}
 _BUILTINS = frozenset(dir(builtins))
 
@@ -73,6 +74,10 @@ class TimedRegionRule(FileFactsRule):
     `needs_cuda` is set."""
 
     needs_cuda: ClassVar[bool] = True
+
+    def replays(self, model: FileModel) -> bool:
+        """Only a file that reads a clock has timed regions."""
+        return bool(WholeFile.of(model).called & (CLOCKS | TIMEIT))
 
     def start(self) -> None:
         self.regions: dict[cst.CSTNode, TimedRegion] = {}

@@ -1,23 +1,31 @@
 import libcst as cst
 
-from perflint.model.names import dotted
+from perflint.model import torchapi as api
+from perflint.model.names import dotted, method_name
 from perflint.model.program import FileModel
-from perflint.model.values import MODULE
-from perflint.rules.common import module_call, trains
-
+from perflint.model.steps import Step, Steps
+from perflint.model.values import MODULE, Values
 from perflint.rule import Rule
 
-_COMPILERS = {"torch.compile", "torch.jit.script", "torch.jit.trace", "torch._dynamo.optimize",
-              "torch.export.export", "torch.compiler.compile"}
+# Modules worth compiling: a model of this file or a model zoo's, a stack of layers. A lone layer
+# (`nn.Linear(20, 1)`), an activation or a loss is not.
+_CONTAINERS = {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Transformer",
+               "torch.nn.TransformerEncoder", "torch.nn.TransformerDecoder", "torch.nn.TransformerEncoderLayer",
+               "torch.nn.TransformerDecoderLayer"}
+# Calls that take a model and run it every step somewhere this file cannot see (another file's loop).
+_RUNNERS = ("train", "fit", "evaluate", "validate", "eval_", "test_", "loop", "trainer", "sample", "infer",
+            "predict", "generate", "run_epoch", "one_epoch")
+_FORWARD_METHODS = {"forward", "generate", "sample", "predict", "get_action", "get_value", "get_action_and_value",
+                    "encode", "decode", "loss", "compute_loss", "training_step", "validation_step"}
 
 
 class ModuleNotCompiled(Rule):
     code = "PFL401"
     name = "module-not-compiled"
-    summary = "a model built in this file runs in a training or inference loop and is never `torch.compile`d"
-    message = "`{name}` runs in a loop op by op; `torch.compile({name})` would fuse its element-wise work"
+    summary = "a model runs every step and its program never calls `torch.compile`"
+    message = "`{name}` runs every step op by op, and this program never compiles it: " \
+              "`{name} = torch.compile({name})` fuses its elementwise work and cuts launch overhead"
     severity = "info"
-    default = False
     proof_metric = "ops"
     why = """
 In eager mode every op is a separate kernel launch with its own pass over memory: an activation, a
@@ -27,55 +35,118 @@ dispatcher overhead per op disappears; on a GPU CUDA graphs (`mode="reduce-overh
 cost as well.
 """
     example = """
-model = Net()
+model = Net().to(device)
 for x, y in loader:
-    loss = loss_fn(model(x), y)
+    loss = loss_fn(model(x.to(device)), y.to(device))
     loss.backward()
     optimizer.step()
 """
     instead = """
-model = torch.compile(Net())
+model = torch.compile(Net().to(device))
 for x, y in loader:
-    loss = loss_fn(model(x), y)
+    loss = loss_fn(model(x.to(device)), y.to(device))
     loss.backward()
     optimizer.step()
 """
     known_problems = """
-Advice, off by default: compiling costs seconds to minutes up front, some models graph-break or do not
-compile at all, and short scripts do not earn the cost back. It reports a module only when this file
-creates it (`model = Net()`, `nn.Sequential(...)`) and calls it in a loop that trains (`.backward()` or
-an optimizer step) or runs under `no_grad`; and it stays quiet for the whole file as soon as the file
-calls `torch.compile`, `torch.jit.script`/`trace`, `torch.export` or any `.compile(...)` method (often
-behind a command-line flag). The pair uses Inductor, which compiles C++ on its first run (about 10-15 s
-with a cold cache, about 1 s warm): the eager backend does not fuse, so it would prove nothing.
+Reported once per model, where it is built, when the model runs every step: called in a loop over a
+data loader or over training steps (in this file, also through the functions it passes the model to), or
+handed to a training or evaluation routine of another file (`train_one_epoch(model, ...)`,
+`TrainLoop(model=model)`). Quiet when the model's program (the files linked to it by imports) calls
+`torch.compile`, `torch.jit.script`/`trace` or `torch.export` on a model anywhere, even behind a flag:
+the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
+losses, for models run a few fixed times (`for _ in range(3)`), and in test files. Compiling costs seconds
+to minutes up front and some models graph-break: the finding is advice (severity info), not an error.
+The pair uses Inductor, which compiles C++ on its first run (about 10-15 s with a cold cache, about 1 s
+warm): the eager backend does not fuse, so it would prove nothing.
 """
 
-    def visit_Module(self, node: cst.Module, model: FileModel) -> None:
-        self.compiles = False
-        self.created: set[str] = set()
-        self.calls: dict[str, cst.Call] = {}
-
-    def visit_Assign(self, node: cst.Assign, model: FileModel) -> None:
-        if isinstance(node.value, cst.Call) and model.kind(node.value) == MODULE:
-            for t in node.targets:
-                name = dotted(t.target)
-                if name:
-                    self.created.add(name)
-
-    def visit_Call(self, node: cst.Call, model: FileModel) -> None:
-        qual = model.call_name(node)
-        if qual in _COMPILERS or (isinstance(node.func, cst.Attribute) and node.func.attr.value == "compile"
-                                  and qual is None):
-            self.compiles = True
-            return
-        name = dotted(node.func)
-        if name is None or name in self.calls or name not in self.created or not model.in_loop:
-            return
-        if not model.known(name) or module_call(model, node) is None or not (model.in_no_grad or trains(model, model.loops[0])):
-            return
-        self.calls[name] = node
-
     def finish(self, model: FileModel) -> None:
-        if not self.compiles:
-            for name, call in self.calls.items():
-                self.report(model, call, self.message.format(name=name))
+        facts = model.facts
+        if facts.compiles or facts.test_file:
+            return
+        values, steps = Values.of(model), Steps.of(model)
+        runs: dict[cst.CSTNode, tuple[cst.Call, Step]] = {}
+        for call in model.calls:
+            origin = self._module_run(model, values, call)
+            if origin is None or origin in runs:
+                continue
+            step = steps.at(call)
+            if step.hot:
+                runs[origin] = (call, step)
+        for call in model.calls:  # handed to another file's loop
+            name = (dotted(call.func) or "").rsplit(".", 1)[-1].lower()
+            if not any(w in name for w in _RUNNERS) or values.callee(call) is not None \
+                    or model.qualname(call.func) is not None and model.qualname(call.func).startswith("torch."):
+                continue
+            for arg in call.args:
+                v = values.value(arg.value)
+                if v.kind == MODULE and v.origin is not None and v.origin not in runs \
+                        and _worth_compiling(model, v.origin) and not _inside_a_module(model, values, v.origin):
+                    runs[v.origin] = (call, Step(True, ((f"handed to `{{}}`, which runs it every step", call.func),)))
+        for origin, (call, step) in runs.items():
+            name = _bound_name(model, origin) or "model"
+            self.report(model, origin, self.message.format(name=name),
+                        evidence=(("runs every step: `{}`", call), *step.why[:2]))
+
+    @staticmethod
+    def _module_run(model: FileModel, values: Values, call: cst.Call) -> cst.CSTNode | None:
+        """The construction of the model this call runs (its forward, or a forward-like method)."""
+        func = call.func
+        if model.qualname(func) is not None:
+            return None
+        if isinstance(func, cst.Attribute) and method_name(call) in _FORWARD_METHODS:
+            v = values.value(func.value)
+        else:
+            v = values.value(func)
+        if v.kind != MODULE or v.origin is None or not _worth_compiling(model, v.origin) \
+                or _inside_a_module(model, values, v.origin):
+            return None
+        return v.origin
+
+
+def _inside_a_module(model: FileModel, values: Values, origin: cst.CSTNode) -> bool:
+    """A submodule built by a module class (`self.head = nn.Linear(...)` in `__init__`): it is compiled with
+    the model that holds it."""
+    function = model.frame_of(origin).function
+    while function is not None:
+        if function.cls is not None and values.is_module_class(function.cls):
+            return True
+        parent = function.frame.parent if function.frame is not None else None
+        function = parent.function if parent is not None else None
+    return False
+
+
+def _worth_compiling(model: FileModel, origin: cst.CSTNode) -> bool:
+    if not isinstance(origin, cst.Call):
+        return False
+    qual = model.qualname(origin.func) or dotted(origin.func) or ""
+    last = qual.rsplit(".", 1)[-1]
+    if any(w in last.lower() for w in api.LOSS_WORDS) or last.lower().endswith(("dropout", "norm")):
+        return False
+    if qual.startswith("torch.nn."):
+        return qual in _CONTAINERS
+    return True
+
+
+def _bound_name(model: FileModel, origin: cst.CSTNode) -> str | None:
+    """The name the model is bound to: `model` in `model = Net().to(device)`."""
+    for assign in model.nodes(cst.Assign):
+        if len(assign.targets) == 1 and _contains(assign.value, origin):
+            return dotted(assign.targets[0].target)
+    return None
+
+
+def _contains(expr: cst.CSTNode, node: cst.CSTNode) -> bool:
+    while True:
+        if expr is node:
+            return True
+        if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Attribute):
+                expr = expr.func.value
+            elif expr.args:
+                expr = expr.args[0].value
+            else:
+                return False
+        else:
+            return False

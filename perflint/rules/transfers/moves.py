@@ -1,4 +1,5 @@
-"""How code moves tensors between host and device: `.to(...)`, `.cuda()`, `.cpu()` and what they name."""
+"""How code moves tensors between host and device: `.to(...)`, `.cuda()`, `.cpu()`, `.type_as(t)`, and where
+each call sends its receiver (read with the program model, so `.to(device)` knows what `device` is)."""
 
 from __future__ import annotations
 
@@ -6,65 +7,80 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from perflint.model import torchapi as api
-from perflint.model.names import dotted, keyword, method_name, positional
+from perflint.model.names import is_false, is_true, keyword, method_name, positional
 from perflint.model.program import FileModel
+from perflint.model.values import ON_DEVICE, ON_HOST, TENSOR, Values
+
 
 @dataclass(frozen=True)
 class Move:
-    """What a `.to(...)`, `.cuda(...)` or `.cpu(...)` call moves its receiver to."""
+    """What a `.to(...)`, `.cuda(...)`, `.cpu(...)` or `.type_as(...)` call moves its receiver to."""
 
-    device: str | None  # "cpu", "cuda", ... when it can be read off the code; else None
+    call: cst.Call
+    device: str | None  # "cpu", or "cuda" for any accelerator; None when the code does not say
     expr: cst.BaseExpression | None  # the device argument as written (None for `.cuda()` / `.cpu()`)
     non_blocking: bool
     plain: bool  # `.to(dev)`, `.to(device=dev)`, `.cuda()`: one device argument and nothing else
+    why: tuple = ()  # evidence for the destination
 
-
-def device_literal(model: FileModel, expr: cst.BaseExpression) -> str | None:
-    """"cpu" for `"cpu"`, `"cpu:0"`, `torch.device("cpu")`; "cuda" for `"cuda:1"`; None otherwise."""
-    if isinstance(expr, cst.Call) and model.is_torch(expr.func, "torch.device") and expr.args:
-        expr = expr.args[0].value
-    if isinstance(expr, cst.SimpleString):
-        value = expr.evaluated_value
-        kind = value.split(":")[0] if isinstance(value, str) else None
-        return kind if kind in api.DEVICE_TYPES else None
-    return None
-
-
-def looks_like_device(model: FileModel, expr: cst.BaseExpression) -> bool:
-    """A device literal, `torch.device(...)`, an int (a GPU index), or a name such as `device`,
-    `self.device`, `args.gpu`, `x.device`, `local_rank`. Names that could be a dtype or a tensor are not."""
-    if device_literal(model, expr) is not None or isinstance(expr, cst.Integer):
-        return True
-    if isinstance(expr, cst.Call):
-        return model.is_torch(expr.func, "torch.device")
-    name = dotted(expr)
-    if name is None:
-        return False
-    last = name.rsplit(".", 1)[-1].lower()
-    return last in api.DEVICE_WORDS or last.endswith(("_device", "_dev", "_gpu")) or last.startswith("device_")
+    @property
+    def to_device(self) -> bool:
+        return self.device is not None and self.device != "cpu"
 
 
 def device_move(model: FileModel, call: cst.Call) -> Move | None:
-    """For `x.to(dev, ...)`, `x.cuda(...)`, `x.cpu(...)`: where it moves x; None when the call is not a
-    device move (`x.to(torch.float16)`, `x.to(other)`, `x.to(unknown)`) or not one of these methods."""
+    """For `x.to(dev, ...)`, `x.cuda(...)`, `x.cpu(...)`, `x.type_as(t)`: where it moves x; None when the
+    call is not a device move (`x.to(torch.float16)`, `x.to(unknown)`) or not one of these methods."""
     method = method_name(call)
     nb = keyword(call, "non_blocking")
-    non_blocking = nb is not None and not (isinstance(nb.value, cst.Name) and nb.value.value == "False")
+    non_blocking = nb is not None and not is_false(nb.value)
     if method in ("cuda", "cpu"):
         first = positional(call, 0) or keyword(call, "device")
-        expr = first.value if first is not None else None
         second = positional(call, 1)
-        if method == "cuda" and second is not None and not (isinstance(second.value, cst.Name)
-                                                             and second.value.value == "False"):
+        if method == "cuda" and second is not None and not is_false(second.value):
             non_blocking = True  # x.cuda(dev, True)
-        return Move(method, expr, non_blocking, plain=not call.args)
+        return Move(call, method, first.value if first is not None else None, non_blocking, plain=not call.args,
+                    why=(("moved by `{}`", call),))
+    values = Values.of(model)
+    if method == "type_as" and len(call.args) == 1:
+        other = values.value(call.args[0].value)
+        if other.kind == TENSOR and other.device is not None:
+            return Move(call, "cpu" if other.device == ON_HOST else "cuda", None, False, plain=False,
+                        why=(("moved by `{}`", call), *other.why[:1]))
+        return None
     if method != "to":
         return None
     arg = keyword(call, "device") or positional(call, 0)
-    if arg is None or not looks_like_device(model, arg.value):
+    if arg is None:
         return None
-    if positional(call, 1) is not None and isinstance(positional(call, 1).value, cst.Name) \
-            and positional(call, 1).value.value == "True" and arg is positional(call, 0):
+    side, why = values.device_of(arg.value)
+    if side is None:
+        other = values.value(arg.value)  # `x.to(y)`: to y's device (and dtype)
+        if other.kind != TENSOR or other.device is None:
+            return None
+        side, why = other.device, other.why
+    if positional(call, 1) is not None and is_true(positional(call, 1).value) and arg is positional(call, 0):
         non_blocking = True  # x.to(dev, True) is x.to(dev, non_blocking=True)
-    return Move(device_literal(model, arg.value), arg.value, non_blocking, plain=len(call.args) == 1)
+    return Move(call, "cpu" if side == ON_HOST else "cuda", arg.value, non_blocking, plain=len(call.args) == 1,
+                why=(("moved by `{}`", call), *why[:1]))
+
+
+def moves_to_device(model: FileModel) -> list[Move]:
+    """Every call of the file that moves its receiver to an accelerator, in file order (computed once)."""
+    found = model._memo.get("moves-to-device")
+    if found is None:
+        found = model._memo["moves-to-device"] = []
+        for call in model.calls:
+            if method_name(call) in ("to", "cuda", "type_as") and model.qualname(call.func) is None:
+                move = device_move(model, call)
+                if move is not None and move.to_device:
+                    found.append(move)
+    return found
+
+
+def on_host(model: FileModel, node: cst.CSTNode) -> bool:
+    v = Values.of(model).value(node)
+    return v.kind == TENSOR and v.device == ON_HOST
+
+
+__all__ = ["Move", "device_move", "moves_to_device", "on_host", "ON_DEVICE"]

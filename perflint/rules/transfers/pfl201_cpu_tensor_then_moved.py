@@ -1,25 +1,26 @@
 import libcst as cst
 
 from perflint.edits import with_keyword
-from perflint.model.names import keyword, one_line
-from perflint.rules.transfers.moves import device_move
-
+from perflint.model import torchapi as api
+from perflint.model.names import one_line
+from perflint.model.program import FileModel
+from perflint.model.steps import Steps
+from perflint.model.values import NDARRAY, ON_HOST, TENSOR, Values
 from perflint.rule import Rule
+from perflint.rules.transfers.moves import moves_to_device
 
-# Factories that take `device=` and would otherwise allocate on the CPU.
-FACTORIES = frozenset(f"torch.{n}" for n in (
-    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range", "linspace",
-    "logspace", "eye", "tensor", "as_tensor", "empty_strided", "tril_indices", "triu_indices", "normal",
-    "bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window"))
-# Device generators differ from the CPU one: with `device=` a seeded run draws different numbers.
-RANDOM = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal"))
+# NumPy calls that make data the device could make itself (random draws, ranges): `from_numpy` of them
+# then `.to(device)` is a tensor made on the host; any other array (an environment's observation, a
+# loaded file) has to cross, and `from_numpy` shares its memory without a host copy.
+_NUMPY_MAKERS = ("random.", "arange", "linspace", "zeros", "ones", "full", "eye", "empty")
+_ZERO_COPY = {"torch.from_numpy", "torch.as_tensor", "torch.asarray"}
 
 
 class CpuTensorThenMoved(Rule):
     code = "PFL201"
     name = "cpu-tensor-then-moved"
-    summary = "a tensor created on the CPU and moved at once (`torch.zeros(n).to(dev)`): create it on the device"
-    message = "`{factory}(...).{method}(...)` allocates on the CPU, then copies to the device; pass `device=` instead"
+    summary = "a tensor made on the host every step and then moved to the device: make it on the device"
+    message = "`{factory}(...)` is made on the host every step and then copied to the device; {fix}"
     fix_safety = "safe"
     proof_metric = "transfers"
     why = """
@@ -27,45 +28,77 @@ class CpuTensorThenMoved(Rule):
 device and copies it over PCIe (`aten::to > aten::_to_copy > aten::copy_`, on a GPU a `cudaMemcpyAsync`
 `Memcpy HtoD (Pageable -> Device)` that blocks the host until the staging copy is done). `device=` makes
 the factory write the values straight into device memory with one small kernel: no host allocation, no
-copy, no host wait. In a loop or a `forward` the copy is paid on every step.
+copy, no host wait. In a loop or a `forward` the copy is paid on every step. Data that really starts on
+the host (a Python list, an environment's observation) has to cross once, but `torch.tensor(obs)` or
+`torch.Tensor(obs)` first copies it into a new host tensor (converting a uint8 frame to 4x the bytes of
+float32), which `torch.as_tensor(obs, device=device)` skips.
 """
     example = """
 def forward(self, x):
     mask = torch.ones(x.shape[0], x.shape[1]).to(x.device)
     pos = torch.arange(x.shape[1]).cuda()
+for step in range(num_steps):
+    obs = torch.Tensor(next_obs).to(device)
 """
     instead = """
 def forward(self, x):
     mask = torch.ones(x.shape[0], x.shape[1], device=x.device)
     pos = torch.arange(x.shape[1], device="cuda")
+for step in range(num_steps):
+    obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
 """
     known_problems = """
-Reports only a factory call
-(`torch.zeros/ones/empty/full/rand*/arange/linspace/eye/tensor/as_tensor...`) directly followed by
-`.to(<device>)` or `.cuda()`, in a loop or a `forward` method (code that runs once, such as `__init__`,
-pays the copy once: quiet). `.to(x)` and `.to(<name>)` where the name does not look like a device
-(`device`, `dev`, `self.device`, `x.device`, `args.gpu`, `local_rank`, a string or `torch.device(...)`)
-stay quiet, because `.to(torch.float16)` is a dtype conversion. The fix (add `device=`) is offered only
-for the plain forms `.to(dev)`, `.to(device=dev)` and `.cuda()` of a factory call written on one line;
-with extra arguments (`dtype=`, `non_blocking=`) the finding has no fix, nor for random factories
-(`rand`, `randn`, `randint`, `randperm`, `normal`): the device's generator draws other numbers than the
-CPU's for the same seed, so the rewrite would change a seeded run's values. `torch.tensor(data).to(dev)`
-where `data` already lives on the device would not copy: that is rare and the fixed code is still right.
+Reported once per tensor, where it is made, when both the making and the move run every step (a loop over
+a loader or over training steps, a module's `forward`, a function called from them): a tensor made once
+and moved every step is PFL202's. It follows the tensor through host-side ops (`torch.randn(n).half()
+.to(d)`, `torch.tensor(x).t().contiguous().cuda()`) and through names (`t = torch.zeros(n)` ... `t =
+t.to(device)`), and knows `.type_as(device_tensor)` and `.to(x.device)` for moves. Factories
+(`zeros`, `ones`, `arange`, `rand*`, ...) and constructors from data (`torch.tensor`, `torch.Tensor`,
+`torch.FloatTensor`, ...) count; `torch.from_numpy(a)` and `torch.as_tensor(a)` count only when the
+array was itself drawn or built by NumPy in this file (`np.random.*`, `np.arange`), since other arrays
+must cross and share memory on the way. The fix (add `device=`) is offered only when the factory call
+is moved directly and plainly (`.to(dev)`, `.to(device=dev)`, `.cuda()`, on one line), and never for
+random factories, whose device generator draws other numbers than the CPU's for the same seed.
 """
 
-    def visit_Call(self, node: cst.Call, model) -> None:
-        inner = node.func.value if isinstance(node.func, cst.Attribute) else None
-        if not isinstance(inner, cst.Call) or not (model.in_hot_loop or model.in_forward):
+    def finish(self, model: FileModel) -> None:
+        if model.facts.test_file:
             return
-        factory = model.call_name(inner)
-        if factory not in FACTORIES or keyword(inner, "device") is not None:
-            return
-        move = device_move(model, node)
-        if move is None or move.device == "cpu" or node.func.attr.value == "cpu":
-            return
-        replacement = None
-        if move.plain and one_line(inner) and factory not in RANDOM:
-            device = move.expr if move.expr is not None else cst.SimpleString('"cuda"')
-            replacement = with_keyword(inner, "device", device)
-        self.report(model, node, self.message.format(factory=factory, method=node.func.attr.value),
-                    replacement=replacement)
+        values, steps = Values.of(model), Steps.of(model)
+        done: set[cst.CSTNode] = set()
+        for move in moves_to_device(model):
+            receiver = move.call.func.value
+            v = values.value(receiver)
+            origin = v.origin
+            if v.kind != TENSOR or v.device != ON_HOST or not isinstance(origin, cst.Call) or origin in done:
+                continue
+            factory = model.qualname(origin.func)
+            if factory in _ZERO_COPY and not _made_by_numpy(model, values, origin):
+                continue
+            if factory not in api.FACTORIES and factory not in api.FROM_DATA:
+                continue
+            made, moved = steps.at(origin), steps.at(move.call)
+            if not (made.hot and moved.hot) or model.frame_of(origin).compiled:
+                continue
+            done.add(origin)
+            replacement = fix_node = None
+            if receiver is origin and move.plain and one_line(origin) and factory in api.FACTORIES \
+                    and factory not in api.RANDOM_FACTORIES:
+                device = move.expr if move.expr is not None else cst.SimpleString('"cuda"')
+                replacement, fix_node = with_keyword(origin, "device", device), move.call
+            fix = "pass `device=` to make it there" if factory in api.FACTORIES else \
+                "`torch.as_tensor(data, device=...)` copies it once, straight to the device"
+            self.report(model, origin, self.message.format(factory=factory, fix=fix),
+                        replacement=replacement, fix_node=fix_node,
+                        evidence=(("copied to the device by `{}`", move.call), *move.why[1:2], *made.why[:2]))
+
+
+def _made_by_numpy(model: FileModel, values: Values, origin: cst.Call) -> bool:
+    if not origin.args:
+        return False
+    v = values.value(origin.args[0].value)
+    if v.kind != NDARRAY or not isinstance(v.origin, cst.Call):
+        return False
+    qual = model.qualname(v.origin.func) or ""
+    return qual.startswith("numpy.") and qual[6:].startswith(_NUMPY_MAKERS)
+

@@ -1,52 +1,28 @@
 import libcst as cst
 
 from perflint.edits import with_keyword
-from perflint.model.names import dotted, one_line, target_names
-from perflint.model.values import LOADER
-from perflint.rules.transfers.moves import device_move
-
+from perflint.model.names import is_true, keyword, one_line
+from perflint.model.program import FileModel
+from perflint.model.steps import Steps
+from perflint.model.values import ON_HOST, TENSOR, Values
 from perflint.rule import Rule
-
-
-def _loop_parts(loop: cst.CSTNode):
-    """(target, iterable) of a for loop or a comprehension; (None, None) for a while loop."""
-    if isinstance(loop, cst.For):
-        return loop.target, loop.iter
-    if hasattr(loop, "for_in"):
-        return loop.for_in.target, loop.for_in.iter
-    return None, None
-
-
-def loader_loop(model, loop: cst.CSTNode) -> bool:
-    """`for batch in loader:` / `for i, (x, y) in enumerate(train_loader):` / tqdm(loader)."""
-    it = _loop_parts(loop)[1]
-    if it is None:
-        return False
-    while isinstance(it, cst.Call) and it.args and (dotted(it.func) or "").rsplit(".", 1)[-1] in ("enumerate", "tqdm"):
-        it = it.args[0].value
-    name = dotted(it)
-    last = name.rsplit(".", 1)[-1].lower() if name is not None else ""
-    return model.kind(it) == LOADER or "loader" in last and not last.endswith(("s", "_names", "_list"))
+from perflint.rules.transfers.moves import moves_to_device
 
 
 class BlockingHostToDeviceCopy(Rule):
     code = "PFL203"
     name = "blocking-host-to-device-copy"
-    summary = "a loader batch moved with `.to(device)` / `.cuda()` without `non_blocking=True`"
-    message = "`.{method}()` of a loader batch without `non_blocking=True` makes the host wait for the copy; " \
-              "with `pin_memory=True` in the DataLoader, pass `non_blocking=True`"
-    default = False
-    gpu_only = True
-    fix_safety = "unsafe"
-    proof_note = ("`non_blocking=True` changes whether the host waits for each copy, not how many copies run "
-                  "(the pair makes the same 17 transfers both ways); the CPU has no asynchronous copies, so the "
-                  "evidence is the ResNet-50 and AlexNet GPU traces quoted above.")
+    summary = "a batch from a data loader is copied to the device every step without `non_blocking=True`"
+    message = "`.{method}()` of a loader batch without `non_blocking=True` makes the host wait for the copy " \
+              "every step; {advice}"
+    fix_safety = "safe"
+    proof_metric = "transfers"
     why = """
 A blocking host-to-device copy returns only when the data is on the device, so the host cannot queue the
 next kernels (or fetch the next batch) meanwhile. From pinned memory (`DataLoader(..., pin_memory=True)`)
 `non_blocking=True` makes the copy a DMA that overlaps with compute; from pageable memory the driver first
 stages the data through a pinned buffer and the host waits either way. Real traces in
-/work/shared/traces show the host blocked for the whole copy: in the ResNet-50 training trace
+../shared/traces show the host blocked for the whole copy: in the ResNet-50 training trace
 (kineto_tb_plugin, V100, `num_workers=0`) there are 12 `Memcpy HtoD (Pageable -> Device)` copies, 6
 image batches of 19,267,584 bytes at 9.9 GB/s (about 1.9 ms each) and 6 label batches of 256 bytes;
 each is matched by a host `cudaMemcpyAsync` that lasts as long as the copy (about 2.0 ms for the
@@ -65,45 +41,79 @@ for x, y in loader:
     x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
 """
     known_problems = """
-The fix adds `non_blocking=True` (or turns `non_blocking=False` into `True`) on calls written on one
-line. Off by default: `non_blocking=True` pays off only with pinned host memory (`pin_memory=True`) and code
-that does not read the batch on the host right after the copy; with pageable memory it changes almost
-nothing, so most findings in example code are correct but small. The fix is unsafe: after a
-non-blocking copy to the *host* the data must not be read before a sync (PFL204); host-to-device is
-safe because later kernels run on the same stream. Reports only values bound by a loop over something
-named like a loader (`loader`, `train_loader`, `enumerate(loader)`, `tqdm(loader)`, or a name assigned
-from `DataLoader(...)`), also through `{k: v.to(device) for k, v in batch.items()}`; quiet for
-`.to("cpu")`, for `.to()` without a device and in compiled code.
+Reports a move to the device of a value that came from a data loader (a loop over one, `next(iter(
+loader))`, a generator yielding its batches; also after unpacking, indexing or `batch[k]`), on the per-step
+path, once per call. The message says whether the loader visibly pins memory (then `non_blocking=True`
+is all that is missing) or should (`pin_memory=True` too: with pageable memory the copy stays
+synchronous). The fix adds `non_blocking=True`, which is safe for host-to-device copies (later kernels
+run on the same stream; the loader does not reuse the batch's memory while the copy runs); it is not
+offered when the project defines its own `.to()` (detr's `NestedTensor.to(device)`), which might not
+accept the keyword, nor on calls spread over several lines. Quiet in compiled code and in test files.
 """
 
-    def visit_Call(self, node: cst.Call, model) -> None:
-        func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda") \
-                or not model.in_loop or model.in_compiled:
+    def finish(self, model: FileModel) -> None:
+        if model.facts.test_file:
             return
-        move = device_move(model, node)
-        if move is None or move.non_blocking or move.device == "cpu":
-            return
-        receiver = func.value
-        while isinstance(receiver, cst.Subscript):
-            receiver = receiver.value
-        value = dotted(receiver)
-        if value is None:
-            return
-        name = value.split(".")[0]
-        for loop in reversed(model.loops):
-            target, iterable = _loop_parts(loop)
-            if target is None or name not in target_names(target):
+        values, steps = Values.of(model), Steps.of(model)
+        for move in moves_to_device(model):
+            if move.non_blocking:
                 continue
-            if loader_loop(model, loop):
-                self.report(model, node, self.message.format(method=func.attr.value),
-                            replacement=with_keyword(node, "non_blocking", cst.Name("True")) if one_line(node) else None)
-                return
-            # `for k, v in batch.items()`: follow v back to the batch it came from
-            while isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
-                    and iterable.func.attr.value in ("items", "values") and not iterable.args:
-                iterable = iterable.func.value
-            origin = dotted(iterable)
-            if origin is None:
-                return
-            name = origin.split(".")[0]
+            call = move.call
+            v = values.value(call.func.value)
+            if v.kind != TENSOR or v.device != ON_HOST or v.loader is None:
+                continue
+            step = steps.at(call)
+            if not step.hot or model.frame_of(call).compiled:
+                continue
+            pinned = _pins_memory(model, values, v.loader)
+            advice = "the loader pins memory: pass `non_blocking=True`" if pinned else \
+                "pin the loader's memory (`pin_memory=True`) and pass `non_blocking=True`"
+            replacement = None
+            if one_line(call) and not model.facts.custom_to:
+                replacement = with_keyword(call, "non_blocking", cst.Name("True"))
+            self.report(model, call, self.message.format(method=call.func.attr.value, advice=advice),
+                        replacement=replacement, evidence=(*v.why[:2], *step.why[:2]))
+
+
+def _pins_memory(model: FileModel, values: Values, loader: cst.CSTNode) -> bool:
+    """Whether the DataLoader(...) call (when the model can see it) passes `pin_memory=True`, also through
+    `**kwargs` built from a dict with that key."""
+    if not isinstance(loader, cst.Call):
+        return False
+    arg = keyword(loader, "pin_memory")
+    if arg is not None:
+        return not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None"))
+    for a in loader.args:
+        if a.star == "**":
+            for d in _dicts(model, values, a.value):
+                for element in d.elements:
+                    if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
+                            and element.key.evaluated_value == "pin_memory" and not is_false_value(element.value):
+                        return True
+    return False
+
+
+def _dicts(model: FileModel, values: Values, expr: cst.CSTNode) -> list[cst.Dict]:
+    """The dict literals a `**kwargs` argument may come from (through names, `a.update(b)` aside)."""
+    out, stack, seen = [], [expr], 0
+    while stack and seen < 20:
+        seen += 1
+        node = stack.pop()
+        if isinstance(node, cst.Dict):
+            out.append(node)
+        elif isinstance(node, cst.IfExp):
+            stack += [node.body, node.orelse]
+        elif isinstance(node, cst.Name):
+            source = values.source(node)
+            if source is not None:
+                stack.append(source)
+            for update in model.calls:  # `train_kwargs.update(cuda_kwargs)`
+                if isinstance(update.func, cst.Attribute) and update.func.attr.value == "update" \
+                        and isinstance(update.func.value, cst.Name) and update.func.value.value == node.value \
+                        and update.args:
+                    stack.append(update.args[0].value)
+    return out
+
+
+def is_false_value(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("False", "None")

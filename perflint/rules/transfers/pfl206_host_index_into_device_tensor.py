@@ -1,0 +1,85 @@
+import libcst as cst
+
+from perflint.model.names import dotted
+from perflint.model.program import FileModel
+from perflint.model.steps import Steps
+from perflint.model.values import NDARRAY, ON_DEVICE, ON_HOST, TENSOR, Values
+from perflint.rule import Rule
+
+
+class HostIndexIntoDeviceTensor(Rule):
+    code = "PFL206"
+    name = "host-index-into-device-tensor"
+    summary = "a device tensor indexed every step with a NumPy array, a Python list or a host tensor"
+    message = "indexing the device tensor `{tensor}` with {what} copies the index to the device, blocking, " \
+              "every step; make the indices on the device"
+    proof_metric = "transfers"
+    why = """
+Advanced indexing needs its index on the same device as the tensor. An index held by NumPy (`mb_inds =
+b_inds[start:end]` after `np.random.shuffle`), a Python list (`x[:, [-1], :]`), a `range` or a tensor
+made on the host (`torch.arange(n)`) is turned into a CPU tensor and copied to the device on every
+indexing, as a blocking copy from pageable memory: the host waits, and a minibatch loop that gathers ten
+buffers with the same index pays it ten times. Indices made on the device (`torch.randperm(n,
+device=device)`, `torch.arange(n, device=device)`) or a slice (`x[:, -1:, :]`) cost nothing.
+"""
+    example = """
+b_inds = np.arange(batch_size)
+for epoch in range(update_epochs):
+    np.random.shuffle(b_inds)
+    for start in range(0, batch_size, minibatch_size):
+        mb_inds = b_inds[start:start + minibatch_size]
+        loss = agent.loss(b_obs[mb_inds], b_actions[mb_inds])
+"""
+    instead = """
+for epoch in range(update_epochs):
+    b_inds = torch.randperm(batch_size, device=device)
+    for start in range(0, batch_size, minibatch_size):
+        mb_inds = b_inds[start:start + minibatch_size]
+        loss = agent.loss(b_obs[mb_inds], b_actions[mb_inds])
+"""
+    known_problems = """
+Reported once per index, where it is made (or at the subscript, for a list written in place), when the
+indexing runs every step and the tensor is on the device (or is a tensor of unknown device in a project
+that runs on an accelerator). Quiet for slices, integers and indices already on the device. It counts
+for the host-made family of the accuracy benchmark: the index is a tensor made on the host and moved.
+"""
+
+    def finish(self, model: FileModel) -> None:
+        if model.facts.test_file:
+            return
+        values, steps = Values.of(model), Steps.of(model)
+        done: set[cst.CSTNode] = set()
+        for node in model.nodes(cst.Subscript):
+            base = values.value(node.value)
+            if base.kind != TENSOR or not (base.device == ON_DEVICE or base.device is None
+                                           and model.facts.device_work):
+                continue
+            for element in node.slice:
+                index = element.slice.value if isinstance(element.slice, cst.Index) else None
+                what = _host_index(model, values, index) if index is not None else None
+                if what is None:
+                    continue
+                where = values.source(index) or index
+                if where in done:
+                    continue
+                step = steps.at(node)
+                if not step.hot or model.frame_of(node).compiled:
+                    continue
+                done.add(where)
+                tensor = " ".join(model.module.code_for_node(node.value).split())[:40]
+                self.report(model, where, self.message.format(tensor=tensor, what=what),
+                            evidence=(("`{}` indexes a device tensor", node), *base.why[:1], *step.why[:2]))
+
+
+def _host_index(model: FileModel, values: Values, index: cst.BaseExpression) -> str | None:
+    """What kind of host-side index an expression is (for the message), or None."""
+    if isinstance(index, cst.List):
+        return "a Python list"
+    if isinstance(index, cst.Call) and isinstance(index.func, cst.Name) and index.func.value == "range":
+        return "a `range`"
+    v = values.value(index)
+    if v.kind == NDARRAY:
+        return f"`{dotted(index) or 'a NumPy array'}`, a NumPy array,"
+    if v.kind == TENSOR and v.device == ON_HOST and v.origin is not None:
+        return f"`{dotted(index) or 'an index'}`, a tensor made on the host,"
+    return None
