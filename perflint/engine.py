@@ -104,6 +104,8 @@ class Linter:
         out = []
         for p in pending:
             line, col, end_line, end_col = ranges[p.node]
+            if p.end_node is not None and p.end_node in ranges:
+                end_line, end_col = ranges[p.end_node][2:]
             if _suppressed(lines, (line, end_line), p.rule.code):
                 continue
             fix = None

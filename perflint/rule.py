@@ -77,6 +77,7 @@ class Pending:
     replacement: cst.CSTNode | None = None
     fix_node: cst.CSTNode | None = None  # the node the replacement takes the place of (default: node)
     evidence: tuple = ()  # (text, node) pairs: "{}" in the text becomes the node's code, and its line is added
+    end_node: cst.CSTNode | None = None  # where the finding's range ends, when it spans several statements
 
 
 class Rule:
@@ -98,11 +99,11 @@ class Rule:
 
     def report(self, model, node: cst.CSTNode, message: str | None = None, *,
                replacement: cst.CSTNode | None = None, fix_node: cst.CSTNode | None = None,
-               evidence: tuple = ()) -> None:
-        """Record a finding at `node`; with `replacement`, a fix that puts it in place of `fix_node`;
-        `evidence`: (text, node) pairs saying why (see `Pending`)."""
+               evidence: tuple = (), end_node: cst.CSTNode | None = None) -> None:
+        """Record a finding at `node` (its range ending at `end_node`, if given); with `replacement`, a fix
+        that puts it in place of `fix_node`; `evidence`: (text, node) pairs saying why (see `Pending`)."""
         model.findings.append(Pending(self, node, message or self.message or self.summary, replacement, fix_node,
-                                      tuple(evidence)))
+                                      tuple(evidence), end_node))
 
     @classmethod
     def family(cls) -> str:

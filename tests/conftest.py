@@ -8,7 +8,7 @@ SYNC_LOOP = textwrap.dedent("""\
     def train(model, loader, criterion, device="cuda"):
         total = 0.0
         for x, y in loader:
-            loss = criterion(model(x.to(device)), y.to(device))
+            loss = criterion(model(x.to(device, non_blocking=True)), y.to(device, non_blocking=True))
             total += loss.item()
         return total
     """)

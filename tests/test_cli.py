@@ -27,7 +27,7 @@ def write(path, text):
 
 def test_findings_exit_1_sorted_text(project, capsys):
     write(project / "b.py", SYNC_LOOP)
-    write(project / "a.py", SYNC_LOOP + "\nfor t in loader:\n    v = model(t.cuda()).item()\n")
+    write(project / "a.py", SYNC_LOOP + "\nfor t in loader:\n    v = model(t.cuda(non_blocking=True)).item()\n")
     code, out, _ = run(capsys, "--no-cache")
     assert code == 1
     lines = [l for l in out.splitlines() if ": PFL" in l]
@@ -79,7 +79,7 @@ def test_select_ignore_extend_select_prefixes(project, capsys):
 
 
 def test_statistics_table(project, capsys):
-    write(project / "a.py", SYNC_LOOP + "\nfor t in loader:\n    v = model(t.cuda()).item()\n")
+    write(project / "a.py", SYNC_LOOP + "\nfor t in loader:\n    v = model(t.cuda(non_blocking=True)).item()\n")
     code, out, _ = run(capsys, "--no-cache", "--statistics")
     assert code == 1
     row = next(l for l in out.splitlines() if l.startswith("PFL101"))
@@ -165,7 +165,7 @@ def test_output_file(project, capsys):
 
 def test_noqa_comments(project, capsys):
     src = SYNC_LOOP.replace("total += loss.item()", "total += loss.item()  # noqa: PFL101")
-    write(project / "a.py", src + "for t in loader:\n    model(t.cuda()).item()  # noqa\nfor t in loader:\n    model(t.cuda()).item()  # noqa: PFL999\n")
+    write(project / "a.py", src + "for t in loader:\n    model(t.cuda(non_blocking=True)).item()  # noqa\nfor t in loader:\n    model(t.cuda(non_blocking=True)).item()  # noqa: PFL999\n")
     _, out, _ = run(capsys, "--no-cache", "-q")
     assert [l.split(":")[1] for l in out.splitlines()] == ["12"]
 

@@ -54,11 +54,11 @@ def test_pfl_codes_at_perflint_positions(project):
 def test_flake8_noqa_applies_to_pfl_codes(project):
     src = SYNC_LOOP + textwrap.dedent("""\
         for t in loader:
-            a = model(t.cuda()).item()  # noqa: PFL1
+            a = model(t.cuda(non_blocking=True)).item()  # noqa: PFL1
         for t in loader:
-            b = model(t.cuda()).item()  # noqa: E501
+            b = model(t.cuda(non_blocking=True)).item()  # noqa: E501
         for t in loader:
-            c = model(t.cuda()).item()  # noqa
+            c = model(t.cuda(non_blocking=True)).item()  # noqa
         """)
     (project / "a.py").write_text(src.replace("total += loss.item()", "total += loss.item()  # noqa: PFL101"))
     code, lines = flake8(project, "a.py")

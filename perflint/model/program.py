@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import dotted
+from perflint.model.names import dotted, target_names
 from perflint.tree import fields, is_node_type
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
@@ -151,18 +151,21 @@ class ClassInfo:
         self.scope: Scope | None = None
 
 
-def _gate(test: cst.BaseExpression) -> bool:
-    """`if step % log_every == 0:` (once every k iterations) or `if i == 0:` (once): a block whose cost is
-    not paid on every iteration."""
+def _gate(test: cst.BaseExpression, counters: set[str] = frozenset()) -> bool:
+    """`if step % log_every == 0:` (once every k iterations), `if i == 0:` or `if t == num_steps - 1:` (once,
+    for a loop counter `t`): a block whose cost is not paid on every iteration."""
     stack = [test]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
             return True
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 \
-                and isinstance(node.comparisons[0].operator, cst.Equal) \
-                and any(isinstance(side, cst.Integer) for side in (node.left, node.comparisons[0].comparator)):
-            return True
+                and isinstance(node.comparisons[0].operator, cst.Equal):
+            sides = (node.left, node.comparisons[0].comparator)
+            if any(isinstance(side, cst.Integer) for side in sides):
+                return True
+            if any(isinstance(side, cst.Name) and side.value in counters for side in sides):
+                return True
         if isinstance(node, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
             stack.extend(c for c in node.children if isinstance(c, cst.BaseExpression))
         elif isinstance(node, cst.ComparisonTarget):
@@ -670,7 +673,9 @@ class Walker:
     def _if(self, node: cst.If) -> None:
         model = self.model
         self.walk(node.test)
-        gated = model.frame.loop is not None and _gate(node.test)
+        loop = model.frame.loop
+        counters = target_names(loop.node.target) if loop is not None and isinstance(loop.node, cst.For) else set()
+        gated = loop is not None and _gate(node.test, counters)
         kind = "gate" if gated else "once" if _caches(node) else "branch"
         self._in(Frame(kind, node, model.frame), [node.body])
         if node.orelse is not None:
@@ -744,6 +749,14 @@ class Walker:
             receiver = call.func.value
             if dotted(receiver) is not None:
                 self.bind(receiver, "mutate", call)
+        # `self.register_buffer("scale", torch.ones(n))`: `self.scale` now holds that tensor.
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+                and call.func.attr.value in ("register_buffer", "register_parameter") \
+                and dotted(call.func.value) == "self" and len(call.args) >= 2 \
+                and isinstance(call.args[0].value, cst.SimpleString) \
+                and isinstance(call.args[0].value.evaluated_value, str):
+            attr = cst.Attribute(cst.Name("self"), cst.Name(call.args[0].value.evaluated_value))
+            self.bind(attr, "assign", call.args[1].value)
 
     def _global(self, node) -> None:
         for item in node.names:

@@ -119,7 +119,9 @@ _MODEL_WORDS = ("model", "net", "module", "backbone", "encoder", "decoder", "stu
 def _compiles_a_model(line: str) -> bool:
     """`torch.compile(model)`, `self.net.compile()`, `torch.jit.script(model)`; not `torch.compile(_update_fn)`
     (an optimizer's helper), whose compiling fuses nothing of the model."""
-    m = re.search(r"(?:torch\.compile|jit\.script|jit\.trace|export\.export)\(\s*([\w.]+)", line)
+    m = re.search(r"(?:torch\.compile|jit\.script|jit\.trace|export\.export)\(\s*([\w.]+)(\()?", line)
+    if m is not None and m.group(2):
+        return True  # `torch.compile(Net())`, `torch.compile(nn.Sequential(...))`: a model built in place
     if m is None:
         m = re.search(r"([\w.]+)\.compile\(", line)
     last = m.group(1).rsplit(".", 1)[-1].lower() if m else ""

@@ -22,7 +22,7 @@ import libcst as cst
 from perflint.model import torchapi as api
 from perflint.model.names import dotted, int_value, method_name, target_names
 from perflint.model.program import FileModel, Frame, FunctionInfo
-from perflint.model.values import LOADER, MODULE, OPTIMIZER, TENSOR, Values, element_of
+from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, Values, element_of
 
 STEP, OUTER, SMALL, NEUTRAL, COLD = "step", "outer", "small", "neutral", "cold"
 _SMALL_RANGE = 16  # `for i in range(k)` with a literal k at most this is a few fixed iterations
@@ -44,6 +44,7 @@ NOT_PER_STEP = Step(False)
 class LoopKind:
     kind: str
     why: tuple = ()
+    device_ops_only: bool = False  # a step loop only because its body runs device ops (not a training step)
 
 
 class Steps:
@@ -163,6 +164,10 @@ class Steps:
         if work is not None:
             return LoopKind(STEP, ((f"runs every step: each iteration runs `{{}}`", work),
                                    ("loop at `{}`", _header(node))))
+        device_op = self.device_work(frame, calls)
+        if device_op is not None:  # a Python loop of device ops (GAE over time steps): its own steps
+            return LoopKind(STEP, (("runs every iteration of a loop of device ops: `{}`", device_op),
+                                   ("loop at `{}`", _header(node))), device_ops_only=True)
         if any(_plots(model, call) for call in calls):
             return LoopKind(COLD, (("a loop that plots", node),))
         return LoopKind(NEUTRAL)
@@ -236,9 +241,10 @@ class Steps:
         """Evidence that each iteration of this loop runs a whole step loop: a step loop inside it, or a
         call to a function of this file that has one."""
         for loop in self.model.all_loops:
-            if loop is not frame and loop.function is frame.function and frame.encloses(loop) \
-                    and self.loop_kind(loop).kind == STEP:
-                return (("each iteration runs the step loop at `{}`", _header(loop.node)),)
+            if loop is not frame and loop.function is frame.function and frame.encloses(loop):
+                inner = self.loop_kind(loop)
+                if inner.kind == STEP and not inner.device_ops_only:
+                    return (("each iteration runs the step loop at `{}`", _header(loop.node)),)
         for call in calls:
             callee = self.values.callee(call)
             if callee is not None and self.has_step_loop(callee) is not None:
@@ -251,7 +257,8 @@ class Steps:
         self._has_step_loop[info] = None
         found = None
         for loop in self.model.all_loops:
-            if loop.function is info and self.loop_kind(loop).kind in (STEP, OUTER):
+            kind = self.loop_kind(loop) if loop.function is info else None
+            if kind is not None and kind.kind in (STEP, OUTER) and not kind.device_ops_only:
                 found = (("a step loop", loop.node),)
                 break
         if found is None:
@@ -268,6 +275,24 @@ class Steps:
         optimizer or environment step, or a function of this file that does one of these."""
         for call in calls:
             if self.is_step_work(call):
+                return call
+        return None
+
+    def device_work(self, frame: Frame, calls: list[cst.Call]) -> cst.CSTNode | None:
+        """An op in the loop whose result is a tensor on the device, when the loop is over a range or a
+        while loop (not a few fixed items)."""
+        node = frame.node
+        if not isinstance(node, (cst.For, cst.While)):
+            return None
+        sites = self.model.sites
+        for op in self.model.nodes(cst.BinaryOperation):
+            if frame.encloses(sites[op][0]):
+                v = self.values.value(op)
+                if v.kind == TENSOR and v.device == ON_DEVICE:
+                    return op
+        for call in calls:
+            v = self.values.value(call)
+            if v.kind == TENSOR and v.device == ON_DEVICE and method_name(call) not in ("to", "cuda"):
                 return call
         return None
 

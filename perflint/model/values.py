@@ -57,6 +57,11 @@ class Value:
 
 
 UNKNOWN = Value()
+# Parameters of `forward` that hold tensors, besides the first (`def forward(self, x, mask=None, size=None)`).
+_TENSOR_INPUTS = {"x", "input", "inputs", "input_ids", "hidden", "hidden_states", "h", "q", "k", "v", "query", "key",
+                  "value", "mask", "attn_mask", "attention_mask", "feat", "feats", "features", "src", "tgt", "memory",
+                  "img", "imgs", "image", "images", "target", "targets", "labels", "logits", "pos", "emb", "z", "t",
+                  "timesteps", "noise", "obs", "state", "states", "action", "actions", "y", "context"}
 # Callables that hand back what they are given, for iterating: progress bars, loggers, prefetchers.
 _PASS_THROUGH = {"tqdm", "log_every", "track", "progress_bar", "prefetch", "cycle", "iter"}
 # Helpers of other packages that take a module and give it back wrapped: `parallelize_module`, `fully_shard`.
@@ -411,7 +416,8 @@ class Values:
             return join(agreeing) if agreeing else annotated
         if known:
             return join(known)
-        if info.name == "forward" and info.cls is not None and self.is_module_class(info.cls):
+        if info.name == "forward" and info.cls is not None and self.is_module_class(info.cls) \
+                and (info.positional()[:1] == [name] or name.lower() in _TENSOR_INPUTS):
             return Value(TENSOR, why=((f"input of `{info.cls.name}.forward`", param),))
         return self.guess(name, param.name)
 
@@ -484,6 +490,8 @@ class Values:
                 return Value(DEVICE, base.device, base.why)
         if attr in ("shape", "ndim", "dtype"):
             return OTHER_VALUE
+        if base.kind is None and base.device == ON_DEVICE:
+            return Value(None, ON_DEVICE, base.why)  # `data.rewards` of a batch sampled on the device
         if attr == "device":
             return Value(DEVICE, ON_DEVICE if base.device != ON_HOST else ON_HOST,
                          (("the device of `{}`", node.value),))
@@ -557,6 +565,8 @@ class Values:
             if receiver.kind == TENSOR or receiver.kind is None and receiver.device == ON_DEVICE \
                     and method in ("item", "tolist", "cpu", "numpy", "to", "cuda"):
                 return self.tensor_method(call, receiver, method)
+            if receiver.kind is None and receiver.device == ON_DEVICE and method not in ("add", "append", "extend"):
+                return Value(None, ON_DEVICE, _why(("`{}`", call), receiver.why))  # `rb.sample(n)` of a device buffer
             if receiver.kind == NDARRAY:
                 return NUMBER_VALUE if method in ("item", "tolist", "sum", "mean", "max", "min") \
                     and not call.args else Value(NDARRAY, origin=receiver.origin)
@@ -570,6 +580,9 @@ class Values:
             own = self.value(func)  # `self.fc(x)`: an attribute holding a module
             if own.kind == MODULE:
                 return self.module_output(call, own)
+            if own.kind is None and isinstance(func.value, cst.Name) and func.value.value == "self" \
+                    and self._in_module_class(call):
+                return self.module_output(call, Value(MODULE))  # a submodule built where this file cannot see
             if own.kind == LOADER:
                 return own
             if receiver.kind is None and method in ("to", "cuda"):
@@ -586,6 +599,13 @@ class Values:
             return self.module_output(call, callee)
         return self.opaque(call)
 
+    def _in_module_class(self, node: cst.CSTNode) -> bool:
+        function = self._site(node)[0].function
+        while function is not None and function.cls is None and function.frame is not None \
+                and function.frame.parent is not None:
+            function = function.frame.parent.function
+        return function is not None and function.cls is not None and self.is_module_class(function.cls)
+
     def opaque(self, call: cst.Call) -> Value:
         """A call the model cannot follow (a function of another file or package). Given a tensor on the
         device, its result is taken to be one too (`accuracy(output, target)`), without claiming it is a
@@ -599,6 +619,12 @@ class Values:
                 return Value(None, ON_DEVICE, _why((f"`{{}}` is given a device tensor", call), v.why))
             if v.kind == MODULE and any(w in name for w in _MODULE_WRAPPING):
                 return Value(MODULE, v.device, v.why, origin=v.origin or call)
+            if _constructs(call) and (arg.keyword is not None and arg.keyword.value == "device"
+                                      or isinstance(arg.value, (cst.Name, cst.Attribute))
+                                      and _device_word((dotted(arg.value) or "").rsplit(".", 1)[-1].lower())):
+                device, why = self.device_of(arg.value)  # `ReplayBuffer(..., device)`: it keeps its data there
+                if device == ON_DEVICE:
+                    return Value(None, ON_DEVICE, _why(("`{}` is built with a device", call), why), origin=call)
         return Value(origin=call)
 
     def returned(self, info: FunctionInfo, call: cst.Call) -> Value:

@@ -6,9 +6,12 @@ import torch
 from torch import nn
 
 
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def run(xs):
     torch.manual_seed(1)
-    model = torch.compile(nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 1)))
+    model = torch.compile(nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 1)).to(DEVICE))
     with torch.no_grad():
-        outs = [model(x) for x in xs]
+        outs = [model(x.to(DEVICE)) for x in xs]
     return torch.cat(outs)

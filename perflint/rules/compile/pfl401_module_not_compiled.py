@@ -4,7 +4,7 @@ from perflint.model import torchapi as api
 from perflint.model.names import dotted, method_name
 from perflint.model.program import FileModel
 from perflint.model.steps import Step, Steps
-from perflint.model.values import MODULE, Values
+from perflint.model.values import MODULE, ON_DEVICE, Values
 from perflint.rule import Rule
 
 # Modules worth compiling: a model of this file or a model zoo's, a stack of layers. A lone layer
@@ -55,7 +55,8 @@ handed to a training or evaluation routine of another file (`train_one_epoch(mod
 `TrainLoop(model=model)`). Quiet when the model's program (the files linked to it by imports) calls
 `torch.compile`, `torch.jit.script`/`trace` or `torch.export` on a model anywhere, even behind a flag:
 the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
-losses, for models run a few fixed times (`for _ in range(3)`), and in test files. Compiling costs seconds
+losses, for models run a few fixed times (`for _ in range(3)`), for models that stay on the CPU (a
+tutorial's toy; compile pays off on accelerators first), and in test files. Compiling costs seconds
 to minutes up front and some models graph-break: the finding is advice (severity info), not an error.
 The pair uses Inductor, which compiles C++ on its first run (about 10-15 s with a cold cache, about 1 s
 warm): the eager backend does not fuse, so it would prove nothing.
@@ -66,6 +67,13 @@ warm): the eager backend does not fuse, so it would prove nothing.
         if facts.compiles or facts.test_file:
             return
         values, steps = Values.of(model), Steps.of(model)
+        compiled = set()  # models this file compiles: `torch.compile(Net())`, `model.compile()`
+        for call in model.calls:
+            qual = model.qualname(call.func)
+            if qual in api.COMPILERS and call.args:
+                compiled.add(values.value(call.args[0].value).origin)
+            elif method_name(call) == "compile" and qual is None:
+                compiled.add(values.value(call.func.value).origin)
         runs: dict[cst.CSTNode, tuple[cst.Call, Step]] = {}
         for call in model.calls:
             origin = self._module_run(model, values, call)
@@ -85,9 +93,21 @@ warm): the eager backend does not fuse, so it would prove nothing.
                         and _worth_compiling(model, v.origin) and not _inside_a_module(model, values, v.origin):
                     runs[v.origin] = (call, Step(True, ((f"handed to `{{}}`, which runs it every step", call.func),)))
         for origin, (call, step) in runs.items():
+            if origin in compiled or not self._on_device(model, values, call):
+                continue  # a model that stays on the CPU (a toy, a tutorial): compiling it is not the point
             name = _bound_name(model, origin) or "model"
             self.report(model, origin, self.message.format(name=name),
                         evidence=(("runs every step: `{}`", call), *step.why[:2]))
+
+    @staticmethod
+    def _on_device(model: FileModel, values: Values, call: cst.Call) -> bool:
+        """Whether the model a call runs (or is handed to) lives on the device, or may in a program that uses one."""
+        func = call.func
+        target = func.value if isinstance(func, cst.Attribute) and method_name(call) in _FORWARD_METHODS else func
+        v = values.value(target)
+        if v.kind != MODULE:  # handed to another file: the argument that is the model
+            v = next((values.value(a.value) for a in call.args if values.value(a.value).kind == MODULE), v)
+        return v.device == ON_DEVICE or v.device is None and model.facts.device_work
 
     @staticmethod
     def _module_run(model: FileModel, values: Values, call: cst.Call) -> cst.CSTNode | None:

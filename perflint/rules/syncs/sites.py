@@ -187,8 +187,9 @@ _HOST_LIBRARIES = ("numpy.", "scipy.", "sklearn.", "cv2.", "PIL.", "matplotlib."
 
 
 def _needed_on_host(model: FileModel, node: cst.CSTNode) -> bool:
-    """A copy whose result goes straight into host-only code: `envs.step(action.cpu().numpy())`,
-    `linear_sum_assignment(cost.cpu())`. The host needs the data every step by design; no fix at this line."""
+    """A copy whose result goes into host-only code: `envs.step(action.cpu().numpy())`,
+    `linear_sum_assignment(cost.cpu())`, or `actions = q.argmax(1).cpu().numpy()` then `envs.step(actions)`.
+    The host needs the data every step by design; there is no fix at this line."""
     parents = model._memo.get("arg-parents")
     if parents is None:
         parents = model._memo["arg-parents"] = {}
@@ -197,22 +198,42 @@ def _needed_on_host(model: FileModel, node: cst.CSTNode) -> bool:
                 parents[arg.value] = call
             if isinstance(call.func, cst.Attribute):
                 parents.setdefault(call.func.value, call)
-    seen = 0
-    while node in parents and seen < 4:
-        seen += 1
-        call = parents[node]
-        if isinstance(call.func, cst.Attribute) and call.func.value is node:
-            if method_name(call) in ("numpy", "tolist", "cpu", "item", "detach", "float", "long", "int"):
-                node = call  # `.cpu().numpy()`: look at what takes the result
+        for assign in model.nodes(cst.Assign):
+            if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name):
+                parents.setdefault(assign.value, assign)
+    for _ in range(6):
+        parent = parents.get(node)
+        if parent is None:
+            return False
+        if isinstance(parent, cst.Assign):
+            return _name_goes_to_host(model, parent)
+        if isinstance(parent.func, cst.Attribute) and parent.func.value is node:
+            if method_name(parent) in ("numpy", "tolist", "cpu", "item", "detach", "float", "long", "int", "squeeze",
+                                       "flatten", "reshape", "view"):
+                node = parent  # `.cpu().numpy()`: look at what takes the result
                 continue
             return False
-        qual = model.qualname(call.func) or ""
-        if qual.startswith(_HOST_LIBRARIES):
+        return _host_consumer(model, parent)
+    return False
+
+
+def _host_consumer(model: FileModel, call: cst.Call) -> bool:
+    qual = model.qualname(call.func) or ""
+    if qual.startswith(_HOST_LIBRARIES):
+        return True
+    name = (dotted(call.func) or "").lower()
+    return name.endswith(".step") and "env" in name or "linear_sum_assignment" in name
+
+
+def _name_goes_to_host(model: FileModel, assign: cst.Assign) -> bool:
+    """Whether the name an assignment binds is handed to host-only code later in the same function."""
+    name = assign.targets[0].target.value
+    frame, order = model.site(assign)
+    calls = frame.function.calls if frame.function is not None else model.calls
+    for call in calls:
+        if model.sites[call][1] > order and any(isinstance(a.value, cst.Name) and a.value.value == name
+                                                for a in call.args) and _host_consumer(model, call):
             return True
-        name = (dotted(call.func) or "").lower()
-        if name.endswith(".step") and "env" in name or "linear_sum_assignment" in name:
-            return True
-        return False
     return False
 
 

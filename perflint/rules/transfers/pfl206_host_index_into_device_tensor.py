@@ -13,7 +13,7 @@ class HostIndexIntoDeviceTensor(Rule):
     summary = "a device tensor indexed every step with a NumPy array, a Python list or a host tensor"
     message = "indexing the device tensor `{tensor}` with {what} copies the index to the device, blocking, " \
               "every step; make the indices on the device"
-    proof_metric = "transfers"
+    proof_metric = "ops"
     why = """
 Advanced indexing needs its index on the same device as the tensor. An index held by NumPy (`mb_inds =
 b_inds[start:end]` after `np.random.shuffle`), a Python list (`x[:, [-1], :]`), a `range` or a tensor

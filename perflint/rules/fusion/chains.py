@@ -1,0 +1,257 @@
+"""Chains of elementwise ops on tensors: one expression (`0.5 * x * (1 + torch.tanh(...))`) or several
+statements whose intermediates feed only the next one (`std = (0.5 * logvar).exp(); z = mu + eps * std`).
+
+In eager mode each op is a kernel that reads and writes the whole tensor; a compiler fuses a chain into
+one. An op counts when one of its operands is a tensor with elements (not a 0-dim result of a reduction,
+not a Python number): `loss = a.mean() + 0.1 * b.mean()` is arithmetic on scalars, not a chain. Ops that
+are already fused (`addcmul`, `lerp`, `F.gelu`) count as one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from perflint.model import torchapi as api
+from perflint.model.names import dotted, method_name
+from perflint.model.program import FileModel, Frame
+from perflint.model.values import NDARRAY, NUMBER, ON_DEVICE, TENSOR, Values
+from perflint.tree import children, find_all
+
+_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power, cst.FloorDivide, cst.Modulo)
+_COMPARE = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
+_CASTS = {"float", "half", "bfloat16", "double", "long", "int", "bool", "type_as"}
+_REDUCTIONS = {"mean", "sum", "std", "var", "norm", "max", "min", "amax", "amin", "prod", "item", "logsumexp",
+               "all", "any", "argmax", "argmin", "count_nonzero", "median"}
+_NAMESPACES = ("torch", "torch.nn.functional", "torch.special")
+MIN_OPS = 3
+
+
+@dataclass
+class Chain:
+    ops: int
+    first: cst.CSTNode  # where the chain starts (its first statement's value, or the expression)
+    root: cst.CSTNode  # the expression that ends it
+    frame: Frame
+    statements: list = field(default_factory=list)
+    names: list = field(default_factory=list)  # ops' names, for the message
+    hint: str = ""
+
+
+def chains(model: FileModel) -> list[Chain]:
+    """The elementwise chains of a file with at least MIN_OPS ops (computed once)."""
+    found = model._memo.get("elementwise-chains")
+    if found is None:
+        found = model._memo["elementwise-chains"] = _Finder(model).run()
+    return found
+
+
+class _Finder:
+    def __init__(self, model: FileModel) -> None:
+        self.model = model
+        self.values = Values.of(model)
+        self.seen: set[cst.CSTNode] = set()
+        self.pending: dict[cst.CSTNode, Chain] = {}  # assigned value -> its chain, until its one read
+        self.uses: dict[cst.CSTNode, dict[str, int]] = {}
+
+    def run(self) -> list[Chain]:
+        model = self.model
+        done: list[Chain] = []
+        candidates = sorted(
+            [n for t in (cst.BinaryOperation, cst.UnaryOperation) for n in model.nodes(t)]
+            + [c for c in model.calls if self._elementwise_call(c) is not None],
+            key=lambda n: model.sites[n][1])
+        assignments = {a.value: a for a in model.nodes(cst.Assign) if len(a.targets) == 1}
+        augmented = {a.value: a for a in model.nodes(cst.AugAssign)}
+        for node in candidates:
+            if node in self.seen:
+                continue
+            frame = model.sites[node][0]
+            chain = Chain(0, node, node, frame)
+            if not self._count(node, chain, frame):
+                continue
+            assign = assignments.get(node)
+            aug = augmented.get(node)
+            if aug is not None and isinstance(aug.operator, tuple(_AUG)) and self._tensor(aug.target):
+                chain.ops += 1
+                chain.names.append(_AUG_NAMES.get(type(aug.operator), "op"))
+                if isinstance(aug.target, cst.Name):
+                    self._absorb(aug.target, chain)
+            if assign is not None and isinstance(assign.targets[0].target, cst.Name):
+                name = assign.targets[0].target.value
+                if self._reads_after(assign, frame, name) == 1:
+                    chain.statements.append(assign)
+                    self.pending[node] = chain
+                    continue
+            if chain.ops >= MIN_OPS:
+                done.append(chain)
+        done.extend(c for c in self.pending.values() if c.ops >= MIN_OPS)
+        done.sort(key=lambda c: model.sites[c.first][1])
+        return done
+
+    # ---- counting --------------------------------------------------------------------------------------
+    def _count(self, node: cst.CSTNode, chain: Chain, frame: Frame) -> bool:
+        """Add the elementwise ops of the tree under `node` to the chain; False if node is no such op."""
+        op = self._op(node)
+        if op is None:
+            return False
+        name, operands = op
+        self.seen.add(node)
+        if not any(self._array(o) for o in operands):
+            for o in operands:  # scalar arithmetic: not an op, but its operands may hide one
+                self._count(o, chain, frame)
+            return True
+        chain.ops += 1
+        chain.names.append(name)
+        for operand in operands:
+            if not self._count(operand, chain, frame) and isinstance(operand, cst.Name):
+                self._absorb(operand, chain)
+        return True
+
+    def _absorb(self, name: cst.Name, chain: Chain) -> None:
+        """A name whose value an earlier chain computed, read only here: that chain continues into this."""
+        source = self.values.source(name)
+        earlier = self.pending.pop(source, None) if source is not None else None
+        if earlier is not None:
+            chain.ops += earlier.ops
+            chain.names = earlier.names + chain.names
+            if self.model.sites[earlier.first][1] < self.model.sites[chain.first][1]:
+                chain.first = earlier.first
+            chain.statements = earlier.statements + chain.statements
+
+    def _op(self, node: cst.CSTNode):
+        """(name, operands) when node is an elementwise op on something that may be a tensor."""
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _OPERATORS):
+            return _BINARY_NAMES.get(type(node.operator), "op"), [node.left, node.right]
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            return "neg", [node.expression]
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 \
+                and isinstance(node.comparisons[0].operator, _COMPARE):
+            return "compare", [node.left, node.comparisons[0].comparator]
+        if isinstance(node, cst.Call):
+            return self._elementwise_call(node)
+        return None
+
+    def _elementwise_call(self, call: cst.Call):
+        model = self.model
+        qual = model.qualname(call.func)
+        args = [a.value for a in call.args if a.keyword is None and not a.star]
+        if qual is not None:
+            head, _, last = qual.rpartition(".")
+            if head in _NAMESPACES and last in api.ELEMENTWISE:
+                return last, args
+            if qual in ("torch.max", "torch.min") and len(args) == 2 and not isinstance(args[1], cst.Integer):
+                return last, args
+            return None
+        method = method_name(call)
+        if method is None:
+            return None
+        base = method[:-1] if method.endswith("_") and not method.endswith("__") else method
+        if base in api.ELEMENTWISE or base in _CASTS and base != "type_as" or base == "masked_fill":
+            receiver = call.func.value
+            v = self.values.value(receiver)
+            if v.kind == TENSOR or v.kind is None and (v.device == ON_DEVICE or self._op(receiver) is not None):
+                return base, [receiver, *args]
+        return None
+
+    # ---- shapes -------------------------------------------------------------------------------------------
+    def _array(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """A tensor with elements: not a number, not the 0-dim result of a reduction."""
+        if isinstance(node, (cst.Integer, cst.Float)):
+            return False
+        if isinstance(node, cst.Call):
+            method = method_name(node)
+            if method in _REDUCTIONS and not any(a.keyword is not None and a.keyword.value in ("dim", "axis")
+                                                 or a.keyword is None for a in node.args):
+                return False
+            qual = self.model.qualname(node.func) or ""
+            if qual.rsplit(".", 1)[-1] in _REDUCTIONS and qual.startswith("torch.") and len(node.args) == 1:
+                return False
+            if qual in ("torch.tensor", "torch.as_tensor") and node.args \
+                    and isinstance(node.args[0].value, (cst.List, cst.Tuple, cst.Integer, cst.Float)):
+                return False  # a constant of a few elements
+        if isinstance(node, cst.Name) and depth < 3:
+            source = self.values.source(node)
+            if source is not None:
+                return self._array(source, depth + 1)
+        op = self._op(node) if depth < 4 else None
+        if op is not None:
+            return any(self._array(o, depth + 1) for o in op[1])
+        v = self.values.value(node)
+        return v.kind == TENSOR or v.kind is None and v.device == ON_DEVICE
+
+    def _tensor(self, node: cst.CSTNode) -> bool:
+        return self.values.value(node).kind == TENSOR
+
+    def _shape_reads(self, statement: cst.CSTNode, name: str) -> int:
+        """Reads that use only a tensor's shape or type (`x.shape`, `torch.randn_like(x)`), not its data."""
+        n = 0
+        for attr in find_all(statement, cst.Attribute):
+            if attr.attr.value in _SHAPE_ATTRS and isinstance(attr.value, cst.Name) and attr.value.value == name:
+                n += 1
+        for call in find_all(statement, cst.Call):
+            qual = self.model.qualname(call.func) or ""
+            if qual.endswith("_like") and call.args and isinstance(call.args[0].value, cst.Name) \
+                    and call.args[0].value.value == name:
+                n += 1
+        return n
+
+    def _reads_after(self, assign: cst.Assign, frame: Frame, name: str) -> int:
+        """How often the value this assignment gives `name` is read: in the statements after it in its
+        block (nested blocks included), up to the next statement that assigns `name` again. Unknown
+        (2) when the assignment's block cannot be found."""
+        block = _block(frame)
+        index = next((i for i, s in enumerate(block) if isinstance(s, cst.SimpleStatementLine)
+                      and any(small is assign for small in s.body)), None)
+        if index is None:
+            return 2
+        reads = 0
+        for statement in block[index + 1:]:
+            names = find_all(statement, cst.Name)
+            stores = {t.target for t in find_all(statement, (cst.AssignTarget, cst.AugAssign))
+                      if isinstance(t.target, cst.Name) and t.target.value == name}
+            reads += sum(1 for n in names if n.value == name and n not in stores) - self._shape_reads(statement, name)
+            if stores and not isinstance(statement, cst.SimpleStatementLine):
+                return 2  # rebound inside a nested block: where the value flows is beyond a count
+            if stores:
+                break
+        return reads
+
+
+_SHAPE_ATTRS = {"shape", "size", "device", "dtype", "ndim", "dim"}
+
+
+def _block(frame: Frame) -> list:
+    """The statements of the block a frame's code sits in."""
+    node = frame.node
+    body = getattr(node, "body", None)
+    if isinstance(node, cst.Module):
+        return list(node.body)
+    if isinstance(body, cst.IndentedBlock):
+        return list(body.body)
+    return []
+
+
+_BINARY_NAMES = {cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "div", cst.Power: "pow",
+                 cst.FloorDivide: "floordiv", cst.Modulo: "mod"}
+_AUG = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.PowerAssign)
+_AUG_NAMES = {cst.AddAssign: "add", cst.SubtractAssign: "sub", cst.MultiplyAssign: "mul",
+              cst.DivideAssign: "div", cst.PowerAssign: "pow"}
+
+
+def hint(model: FileModel, chain: Chain) -> str:
+    """A fused op that does this chain, when one is known; else `torch.compile`."""
+    names = set(chain.names)
+    floats = {n.value for n in find_all(chain.root, cst.Float)}
+    if "tanh" in names and any(f.startswith("0.0447") for f in floats):
+        return '`F.gelu(x, approximate="tanh")`'
+    if "relu6" in names:
+        return "`F.hardswish` / `F.hardsigmoid`"
+    if "sigmoid" in names and "mul" in names and len(names) <= 3:
+        return "`F.silu`"
+    if "erf" in names:
+        return "`F.gelu`"
+    if names <= {"mul", "add", "sub"} and chain.ops <= 4:
+        return "`torch.addcmul` or `torch.lerp` where they fit, or `torch.compile`"
+    return "`torch.compile` on the function (or the model)"
