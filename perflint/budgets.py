@@ -8,6 +8,8 @@ measured value is above the limit, `min_*` keys when it is below. This module im
 
 from __future__ import annotations
 
+import difflib
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -86,15 +88,23 @@ _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 
           "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
+# What each unit accepts, for the error messages.
+VALID = {"count": "a whole number >= 0", "bytes": "a size such as 4096, '24 MB' or '1.5 GiB'",
+         "ratio": "a ratio between 0 and 1"}
+
+
+def _is_number(value: Any) -> bool:
+    """An int or a finite float: inf and nan are no budget (and `int(inf)` would raise OverflowError)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def parse_size(value: Any) -> int:
     """Bytes from an int or a string such as "24 MB" (decimal) or "1.5 GiB" (binary)."""
-    if isinstance(value, bool):
-        raise BudgetError(f"expected a size, got {value!r}")
-    if isinstance(value, (int, float)):
+    if _is_number(value) and value >= 0:
         return int(value)
-    m = _SIZE.match(str(value))
+    m = _SIZE.match(value) if isinstance(value, str) else None
     if not m or m.group(2).lower() not in _UNITS:
-        raise BudgetError(f"cannot read size {value!r} (use e.g. 4096, '24 MB' or '1.5 GiB')")
+        raise BudgetError(f"cannot read size {value!r} (use {VALID['bytes']})")
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
@@ -115,6 +125,13 @@ def valid_keys_text() -> str:
     return ", ".join([*KEYS, *SCALING_KEYS, *OPTIONS])
 
 
+def unknown_key(key: str) -> BudgetError:
+    """The error for a key no table knows, with the closest valid key when one is close."""
+    close = difflib.get_close_matches(key, [*KEYS, *SCALING_KEYS, *OPTIONS], n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return BudgetError(f"unknown budget key {key!r}; valid keys: {valid_keys_text()}{hint}")
+
+
 @dataclass
 class Budget:
     """Validated limits: metric limits by key, per-op caps and options."""
@@ -131,17 +148,26 @@ class Budget:
         return bool(self.limits or self.op_limits or self.baseline)
 
 
-def _number(key: str, spec: BudgetKey, value: Any) -> float:
-    if spec.unit == "bytes":
-        return parse_size(value)
+def limit_value(key: str, value: Any) -> float:
+    """The one check of a limit's value, by its key's unit: the marker, budget files and
+    `perflint trace --budget` all come through here. Raises BudgetError saying what is valid."""
+    unit = spec(key).unit
+    if unit == "bytes":
+        try:
+            return parse_size(value)
+        except BudgetError as e:
+            raise BudgetError(f"{key}: {e}") from None
+    valid = VALID[unit]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BudgetError(f"{key} must be a number, got {value!r}")
+        raise BudgetError(f"{key} must be a number ({valid}), got {value!r}")
+    if not math.isfinite(value):
+        raise BudgetError(f"{key} must be a finite number ({valid}), got {value!r}")
     if value < 0:
-        raise BudgetError(f"{key} must not be negative, got {value!r}")
-    if spec.unit == "ratio" and value > 1:
-        raise BudgetError(f"{key} is a ratio between 0 and 1, got {value!r}")
-    if spec.unit == "count" and value != int(value):
-        raise BudgetError(f"{key} is a count, got {value!r}")
+        raise BudgetError(f"{key} must not be negative ({valid}), got {value!r}")
+    if unit == "ratio" and value > 1:
+        raise BudgetError(f"{key} is {valid}, got {value!r}")
+    if unit == "count" and value != int(value):
+        raise BudgetError(f"{key} is a count ({valid}), got {value!r}")
     return value
 
 
@@ -150,7 +176,7 @@ def parse_budget(values: Mapping[str, Any]) -> Budget:
     budget = Budget()
     for key, value in values.items():
         if key in KEYS:
-            budget.limits[key] = _number(key, KEYS[key], value)
+            budget.limits[key] = limit_value(key, value)
         elif key == "ops":
             if not isinstance(value, Mapping) or not value:
                 raise BudgetError("ops must be a non-empty dict such as {'aten::cat': 1}")
@@ -164,19 +190,19 @@ def parse_budget(values: Mapping[str, Any]) -> Budget:
             setattr(budget, key, value)
         elif key == "min_predicted_efficiency":
             budget.scaling_model = _scaling_model(value)
-            budget.limits[key] = _number(key, SCALING_KEYS[key], value["min"])
+            budget.limits[key] = limit_value(key, value["min"])
         elif key == "min_scaling_efficiency":
-            budget.limits[key] = _number(key, SCALING_KEYS[key], value)
+            budget.limits[key] = limit_value(key, value)
         elif key == "timeout":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise BudgetError(f"timeout must be a number of seconds > 0, got {value!r}")
+            if not _is_number(value) or value <= 0:
+                raise BudgetError(f"timeout must be a finite number of seconds > 0, got {value!r}")
             budget.timeout = float(value)
         elif key == "world_size":
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise BudgetError(f"world_size must be an int >= 1, got {value!r}")
             budget.world_size = value
         else:
-            raise BudgetError(f"unknown budget key {key!r}; valid keys: {valid_keys_text()}")
+            raise unknown_key(key)
     return budget
 
 
@@ -191,7 +217,7 @@ def _scaling_model(value: Any) -> dict[str, float]:
                 continue
             raise BudgetError(f"min_predicted_efficiency needs {name!r}, e.g. {example}")
         v = value[name]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 or (kind is int and v != int(v)):
+        if not _is_number(v) or v <= 0 or (kind is int and v != int(v)):
             raise BudgetError(f"min_predicted_efficiency[{name!r}] must be a positive {kind.__name__}, got {v!r}")
         model[name] = kind(v)
     unknown = set(value) - set(_MODEL_FIELDS) - {"min"}

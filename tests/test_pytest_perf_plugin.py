@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import sys
 import textwrap
 
@@ -434,3 +435,35 @@ def test_an_interrupted_test_leaves_no_profiler_behind(pytester):
     assert reprec.ret == pytest.ExitCode.INTERRUPTED
     assert not torch._C._autograd._profiler_enabled() and torch._C._len_torch_function_stack() == 0
     assert torch.cuda.synchronize.__module__ == "torch.cuda"
+
+
+@pytest.mark.parametrize("marker", ["max_syncs=float('inf')", "max_ops=float('nan')", "min_overlap=float('nan')",
+                                    "max_peak_memory=float('inf')", "timeout=float('inf'), world_size=2",
+                                    "ops={'aten::cat': float('inf')}"])
+@pytest.mark.parametrize("flag", [[], ["--perf-budget"]])
+def test_an_infinite_or_nan_budget_is_a_collection_error(pytester, marker, flag):
+    write(pytester, "test_bad", f"""
+        import pytest
+
+        @pytest.mark.perf_budget({marker})
+        def test_x():
+            pass
+    """)
+    result = pytester.runpytest(*flag)
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # "errors during collection", not an INTERNALERROR (3)
+    result.assert_outcomes(errors=1)
+    assert re.search(r"test_bad.py::test_x: invalid @pytest.mark.perf_budget: .*\b(inf|nan)\b", result.stdout.str())
+    assert "INTERNALERROR" not in result.stdout.str() and "Traceback" not in result.stdout.str()
+
+
+def test_a_misspelled_key_gets_a_did_you_mean(pytester):
+    write(pytester, "test_bad", """
+        import pytest
+
+        @pytest.mark.perf_budget(max_sync=0, min_overlapp=0.5)
+        def test_x():
+            pass
+    """)
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*unknown budget key 'max_sync'; valid keys: *, timeout; did you mean 'max_syncs'?"])
