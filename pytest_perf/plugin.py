@@ -163,9 +163,15 @@ class _Run:
         failing = message is not None or test_failed
         traces = []
         if self.session.trace_dir and (failing or self.session.trace_all) and result.traces:
-            os.makedirs(self.session.trace_dir, exist_ok=True)
-            stem = os.path.join(self.session.trace_dir, report.trace_stem(self.item.nodeid))
-            traces = export_traces(result, stem)
+            try:
+                os.makedirs(self.session.trace_dir, exist_ok=True)
+                stem = os.path.join(self.session.trace_dir, report.trace_stem(self.item.nodeid))
+                traces = export_traces(result, stem)
+            except OSError as e:  # the folder went away or became a file mid-run: keep the verdict
+                problem = f"perf trace not written: {e.filename or self.session.trace_dir}: {e.strerror or e}"
+                message = f"{message}\n  {problem}" if message else None
+                if message is None:
+                    self.session.trace_errors.append(f"{self.item.nodeid}: {problem}")
         result.traces.clear()
         self.entry = {"nodeid": self.item.nodeid, "metrics": result.metrics, "verdicts": entries,
                       "per_step": self.budget.per_step, "steps": [dict(s) for s in result.steps],
@@ -235,6 +241,11 @@ class _PerfSession:
                             or self.fail_on_increase)
         self.report_path = opt("perf_report")
         self.trace_dir = opt("perf_trace_dir")
+        if self.trace_dir:
+            problem = _folder_problem(self.trace_dir)
+            if problem:
+                raise pytest.UsageError(f"--perf-trace-dir {self.trace_dir}: {problem}")
+        self.trace_errors: list[str] = []
         self.trace_all = opt("perf_trace_all")
         self.baseline_path = os.path.join(str(config.rootpath), opt("perf_baseline"))
         self.is_worker = hasattr(config, "workerinput")
@@ -411,9 +422,24 @@ class _PerfSession:
         traces = [p for e in entries for p in e.get("traces", [])]
         if traces:
             tr.write_line(f"perf traces: {len(traces)} Chrome trace(s) in {self.trace_dir} (open in ui.perfetto.dev)")
+        for problem in self.trace_errors:
+            tr.write_line(problem)
         if os.environ.get("GITHUB_ACTIONS") == "true":
             for line in report.github_annotations(entries):
                 tr.write_line(line)
+
+
+def _folder_problem(path: str) -> str | None:
+    """Why a folder cannot be created at `path` (an ancestor is a file, or is read-only), else None."""
+    here = os.path.abspath(path)
+    while not os.path.exists(here):
+        here = os.path.dirname(here)
+    shown = os.path.relpath(here) if not os.path.relpath(here).startswith("..") else here
+    if not os.path.isdir(here):
+        return f"{shown} is a file, not a folder"
+    if not os.access(here, os.W_OK):
+        return f"cannot write in {shown}"
+    return None
 
 
 def _torch_version() -> str | None:

@@ -467,3 +467,29 @@ def test_a_misspelled_key_gets_a_did_you_mean(pytester):
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*unknown budget key 'max_sync'; valid keys: *, timeout; did you mean 'max_syncs'?"])
+
+
+def test_trace_dir_under_a_file_is_a_one_line_usage_error(pytester):
+    write(pytester, "test_rep", REPORTED)
+    (pytester.path / "notes.txt").write_text("the user's file")
+    result = pytester.runpytest("--perf-budget", "--perf-trace-dir", "notes.txt/traces")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --perf-trace-dir notes.txt/traces: notes.txt is a file, not a folder"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    assert (pytester.path / "notes.txt").read_text() == "the user's file"
+
+
+def test_an_unwritable_trace_keeps_the_budget_verdict(pytester):
+    write(pytester, "test_rep", """
+        import pytest, torch
+
+        @pytest.mark.perf_budget(max_syncs=0)
+        def test_dirty():
+            open("traces", "w").close()  # the trace folder's name is taken while the run goes on
+            torch.ones(2).sum().item()
+    """)
+    result = pytester.runpytest("--perf-budget", "--perf-trace-dir", "traces")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*syncs 1 > 0: test_rep.py:6 `torch.ones(2).sum().item()` (1x, PFL101)*",
+                                 "*perf trace not written: *traces*"])
+    assert "NotADirectoryError" not in result.stdout.str() and "Traceback" not in result.stdout.str()
