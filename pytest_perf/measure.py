@@ -22,6 +22,7 @@ import bisect
 import gc
 import os
 import tempfile
+import threading
 from time import perf_counter_ns
 from collections import Counter
 from dataclasses import dataclass, field
@@ -47,6 +48,9 @@ NEEDS_COMPILE = frozenset({"graph_breaks", "recompiles"})
 
 _SITE = "pytest_perf::site#"
 _STEP = "pytest_perf::step"
+# Recorded first in every segment: a segment without it was ended by another profiler (an all-threads
+# session is process-wide, so `_profiler_enabled()` on this thread cannot tell).
+_START = "pytest_perf::start"
 
 # Calls that can sync or transfer. Only these pay for a frame walk and a profiler range.
 _WATCHED = frozenset({
@@ -75,7 +79,7 @@ class Plan:
     """What to collect. Counting ops needs only the profiler; the rest costs extra and is opt-in."""
 
     sites: bool = True  # function mode: Python-level syncs/transfers and their source lines
-    memory: bool = False  # profile_memory=True for peak_memory
+    memory: bool = False  # profile_memory=True for peak_memory (on a CPU: the test's own thread only)
     compile: bool = False  # import torch._dynamo and track graph breaks / recompiles
     keep_trace: bool = False  # keep the profiler to export a Chrome trace afterwards
     comm: bool = False  # record_shapes: collective bytes by kind, comm/compute overlap, wall time (ranks)
@@ -87,15 +91,19 @@ class Plan:
 
         The function mode and torch.compile do not mix: dynamo traces through the mode (extra graph
         breaks) and guards on the mode stack (a recompile after a warm-up without it). So when a test
-        budgets compile metrics but no syncs/transfers, the mode stays off even if everything is wanted."""
+        budgets compile metrics but no syncs/transfers, the mode stays off even if everything is wanted.
+        Peak memory is measured only when budgeted: torch records CPU allocations only in a profiler
+        session bound to one thread, and every other count covers all threads of the process."""
         compile_asked = bool(asked & NEEDS_COMPILE)
         return cls(sites=bool(asked & NEEDS_SITES) or (everything and not compile_asked),
-                   memory="peak_memory" in asked or everything,
-                   compile=compile_asked or everything, keep_trace=keep_trace)
+                   memory="peak_memory" in asked, compile=compile_asked or everything, keep_trace=keep_trace)
 
     def unavailable(self) -> dict[str, str]:
         why = "not measured: the function mode is off while this test budgets torch.compile metrics"
-        return {m: why for m in NEEDS_SITES} if not self.sites else {}
+        out = {m: why for m in NEEDS_SITES} if not self.sites else {}
+        if not self.memory:
+            out["peak_memory"] = "measured only in tests that budget max_peak_memory"
+        return out
 
     def measured(self) -> set[str]:
         got = {"ops", "kernels", "collectives"}
@@ -207,7 +215,8 @@ class _SyncSpy(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", None)
-        if name not in _WATCHED or (name in _INDEXING and not _has_tensor_index(args[1])):
+        if (name not in _WATCHED or (name in _INDEXING and not _has_tensor_index(args[1]))
+                or not self.recorder.running):  # a thread that outlived the measurement
             return func(*args, **kwargs)
         return self.recorder._watched(func, name, args, kwargs)
 
@@ -231,6 +240,7 @@ class Recorder:
         self._gpu = torch.cuda.is_available()
         self._flop_counter = None
         self._started_ns = 0
+        self._lock = threading.Lock()  # Python-level counts come from every thread
 
     def _fresh(self) -> Result:
         return Result(measured=self.plan.measured(), unavailable=self.plan.unavailable())
@@ -254,16 +264,21 @@ class Recorder:
                 self._track_dynamo()
             if self.plan.sites:
                 self._patch_cuda_synchronize()
+                self._patch_thread_start()
             if self.plan.memory:
                 gc.collect()  # garbage freed mid-region by the cycle collector would lower the peak at random
             activities = [torch.profiler.ProfilerActivity.CPU]
             if self._gpu:  # untested here: no GPU on the CI that built this
                 activities.append(torch.profiler.ProfilerActivity.CUDA)
                 torch.cuda.reset_peak_memory_stats()
-            prof = torch.profiler.profile(activities=activities, profile_memory=self.plan.memory and not self._gpu,
-                                          record_shapes=self.plan.comm)
+            cpu_memory = self.plan.memory and not self._gpu
+            prof = torch.profiler.profile(activities=activities, profile_memory=cpu_memory,
+                                          record_shapes=self.plan.comm,
+                                          experimental_config=None if cpu_memory else _all_threads())
             prof.start()
             self._prof = prof
+            with _autograd_profiler.record_function(_START):
+                pass
             self._started_ns = perf_counter_ns()
             if self.plan.flops:
                 from torch.utils.flop_counter import FlopCounterMode
@@ -282,7 +297,6 @@ class Recorder:
         if not self.running:
             return
         prof = self._prof
-        hijacked = False
         self.result.wall_ns += perf_counter_ns() - self._started_ns
         try:
             if self._mode is not None:
@@ -294,18 +308,18 @@ class Recorder:
             self._flop_counter = None
             self._mode = None
             try:
-                hijacked = not torch._C._autograd._profiler_enabled()
                 prof.stop()
             finally:
                 self._prof = None
                 before = self._dynamo_before
                 dynamo = (before, self._dynamo_snapshot()) if before is not None else None
                 self._teardown()
-        if hijacked:
+        roots = prof.profiler.kineto_results.experimental_event_tree()
+        if not any(node.name == _START for node in roots):
             raise ProfilerConflict("the test started its own torch profiler while pytest_perf was measuring, "
                                    "which ended pytest_perf's session; use one or the other (the perf fixture's "
                                    "`perf.metrics` gives the counts, --perf-trace-dir the trace)")
-        self._add_segment(prof, dynamo)
+        self._add_segment(prof, roots, dynamo)
 
     def discard(self) -> None:
         """Stop without keeping anything (the region replaces the implicit whole-test segment)."""
@@ -339,9 +353,10 @@ class Recorder:
         return idx
 
     def _count(self, metric: str, site: Site, rule: str | None, nbytes: int = 0) -> None:
-        self._py_hits[(metric, site, rule, self._marks)] += 1
-        if nbytes and metric == events.TRANSFER:
-            self._py_bytes[(site, rule, self._marks)] += nbytes
+        with self._lock:
+            self._py_hits[(metric, site, rule, self._marks)] += 1
+            if nbytes and metric == events.TRANSFER:
+                self._py_bytes[(site, rule, self._marks)] += nbytes
 
     def _watched(self, func: Callable, name: str, args: tuple, kwargs: dict) -> Any:
         api = _api_name(func, name)
@@ -351,7 +366,9 @@ class Recorder:
         row = events.lookup(api, "python")
         if row is not None and row.metric is not None:
             self._count_python(name, row, site, args, kwargs)
-        with _autograd_profiler.record_function(_SITE + str(self._site_index(site))):
+        with self._lock:
+            index = self._site_index(site)
+        with _autograd_profiler.record_function(_SITE + str(index)):
             return func(*args, **kwargs)
 
     def _count_python(self, name: str, row: events.EventMapping, site: Site, args: tuple, kwargs: dict) -> None:
@@ -371,6 +388,25 @@ class Recorder:
         self._count(row.metric, site, row.rule, nbytes)
         if to_host:  # a copy to the host is both a transfer and (when blocking) a sync
             self._count(events.SYNC if row.metric == events.TRANSFER else events.TRANSFER, site, row.rule, nbytes)
+
+    def _patch_thread_start(self) -> None:
+        """Threads started while measuring run under a function mode of their own (the mode stack is
+        per thread), so their `.tolist()`, `.cpu()`, ... are counted and their lines named too."""
+        original = threading.Thread.start
+        recorder = self
+
+        def start(thread, *args, **kwargs):
+            run = thread.run
+
+            def run_measured():
+                with _SyncSpy(recorder):
+                    return run()
+
+            thread.run = run_measured
+            return original(thread, *args, **kwargs)
+
+        threading.Thread.start = start
+        self._undo.append(lambda: setattr(threading.Thread, "start", original))
 
     def _patch_cuda_synchronize(self) -> None:
         original = torch.cuda.synchronize
@@ -438,13 +474,12 @@ class Recorder:
         return sum(counters["graph_break"].values()), breaks
 
     # -- one segment's profile -> counts ----------------------------------------------------------
-    def _add_segment(self, prof, dynamo) -> None:
+    def _add_segment(self, prof, roots, dynamo) -> None:
         res = self.result
         res.segments += 1
         step_events: list[tuple[int, str, int]] = []  # (time, metric, n): profiler counts to bin by step
         mark_times: list[int] = []
         allocs: list[tuple[int, int]] = []
-        roots = prof.profiler.kineto_results.experimental_event_tree()
         self._walk(roots, step_events, mark_times, allocs)
 
         # Python-level counts.
@@ -496,7 +531,7 @@ class Recorder:
                 elif name.startswith("pytest_perf::"):
                     if name == _STEP:
                         mark_times.append(node.start_time_ns)
-                    else:
+                    elif name != _START:
                         idx = int(name[len(_SITE):])
                         row = lookup(sites[idx].api, "python")
                         visit(node.children, in_op, in_sync, idx, row.rule if row else None, top)
@@ -602,6 +637,15 @@ class Recorder:
         gpu["peak_memory"] = torch.cuda.max_memory_allocated()
         self.result.gpu.update(gpu)
         self.result.measured |= {k for k, v in gpu.items() if v is not None and k in ALL_METRICS}
+
+
+def _all_threads():
+    """The profiler option that records ops on every thread of the process, not only on the one that
+    started it (torch >= 2.7); None where this torch lacks it."""
+    try:
+        return torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
+    except (AttributeError, TypeError):  # pragma: no cover - older torch
+        return None
 
 
 def _kind(name: str) -> str:

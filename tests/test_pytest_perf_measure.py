@@ -199,7 +199,7 @@ def test_the_code_starting_its_own_profiler_is_a_clear_conflict():
 def test_plan_keeps_the_function_mode_away_from_compile_budgets():
     assert Plan.choose({"graph_breaks"}, everything=True).sites is False
     assert Plan.choose({"graph_breaks", "syncs"}).sites is True
-    assert Plan.choose(set(), everything=True) == Plan(sites=True, memory=True, compile=True)
+    assert Plan.choose(set(), everything=True) == Plan(sites=True, memory=False, compile=True)
     assert Plan.choose({"ops"}) == Plan(sites=False, memory=False, compile=False)
 
 

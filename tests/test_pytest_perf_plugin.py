@@ -493,3 +493,70 @@ def test_an_unwritable_trace_keeps_the_budget_verdict(pytester):
     result.stdout.fnmatch_lines(["*syncs 1 > 0: test_rep.py:6 `torch.ones(2).sum().item()` (1x, PFL101)*",
                                  "*perf trace not written: *traces*"])
     assert "NotADirectoryError" not in result.stdout.str() and "Traceback" not in result.stdout.str()
+
+
+THREADS = """
+    import threading, pytest, torch
+
+    X = torch.ones(3)
+
+    def on_a_thread(work):
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+
+    def five_items():
+        for _ in range(5):
+            X.sum().item()
+
+    def ten_adds():
+        for _ in range(10):
+            X + 1
+
+    def two_lists():
+        for _ in range(2):
+            X.tolist()
+
+    @pytest.mark.perf_budget(max_syncs=0)
+    def test_syncs_on_a_thread():
+        on_a_thread(five_items)
+
+    @pytest.mark.perf_budget(max_syncs=0)
+    def test_python_level_syncs_on_a_thread():
+        on_a_thread(two_lists)
+
+    @pytest.mark.perf_budget(max_ops=0)
+    def test_ops_on_a_thread():
+        on_a_thread(ten_adds)
+
+    @pytest.fixture
+    def waiting_thread():
+        go = threading.Event()
+        thread = threading.Thread(target=lambda: go.wait() and [X.sum().item() for _ in range(3)])
+        thread.start()  # in setup: before the measurement starts
+        yield lambda: (go.set(), thread.join())
+
+    @pytest.mark.perf_budget(max_syncs=0)
+    def test_a_thread_started_before_the_measurement(waiting_thread):
+        waiting_thread()
+
+    def test_no_function_mode_is_left_on_threads_after_measuring(perf):
+        with perf.region():
+            on_a_thread(five_items)
+        assert perf.metrics["syncs"] == 5
+        seen = []
+        on_a_thread(lambda: seen.append(torch._C._len_torch_function_stack()))
+        assert seen == [0]
+"""
+
+
+def test_work_on_other_threads_is_measured(pytester):
+    write(pytester, "test_threads", THREADS)
+    result = pytester.runpytest("--perf-budget")
+    result.assert_outcomes(failed=4, passed=1)
+    result.stdout.fnmatch_lines_random([
+        "*syncs 5 > 0: test_threads.py:12 `X.sum().item()` (5x, PFL101)*",
+        "*syncs 2 > 0: test_threads.py:20 `X.tolist()` (2x, PFL102)*",
+        "*ops 10 > 0: most frequent ops aten::add 10x*",
+        "*syncs 3 > 0: inside aten::item (3x, PFL101)*",  # no function mode there: the op names the rule
+    ])
