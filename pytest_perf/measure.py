@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import gc
 import os
+import sys
 import tempfile
 import threading
 from time import perf_counter_ns
@@ -48,6 +49,8 @@ NEEDS_COMPILE = frozenset({"graph_breaks", "recompiles"})
 
 _SITE = "pytest_perf::site#"
 _STEP = "pytest_perf::step"
+# Around a call torch.utils.data makes on a host tensor of its own (see `_host_bookkeeping`).
+_HOST = "pytest_perf::host"
 # Recorded first in every segment: a segment without it was ended by another profiler (an all-threads
 # session is process-wide, so `_profiler_enabled()` on this thread cannot tell).
 _START = "pytest_perf::start"
@@ -60,6 +63,7 @@ _WATCHED = frozenset({
     "masked_scatter", "equal", "allclose",
 })
 _INDEXING = frozenset({"__getitem__", "__setitem__"})
+_DATA_LOADING = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "utils", "data") + os.sep
 # Ranges that contain ops but are not ops themselves (the autograd engine's per-node ranges).
 _NOT_OPS = ("autograd::", "torch::autograd::", "pytest_perf::")
 _CPU_ROWS = {e.name: e for e in events.EVENTS if e.source == "cpu_op" and not e.name.endswith("*")}
@@ -185,6 +189,19 @@ def _has_tensor_index(index: Any) -> bool:
     if isinstance(index, torch.Tensor):
         return True
     return isinstance(index, (tuple, list)) and any(isinstance(i, torch.Tensor) for i in index)
+
+
+def _host_bookkeeping(caller, args: tuple) -> bool:
+    """A call that torch.utils.data itself makes on a host tensor: the loader's base seed, the sampler's
+    seed and `randperm(n).tolist()`, default_collate's `torch.tensor(...)`. On a CPU-only machine every
+    tensor is a host tensor and a call counts as it would cost on the tensors of a GPU run; these
+    tensors stay on the host in a GPU run too, so reading them waits for no device. Calls from the
+    user's Dataset or collate_fn are the user's code and count as usual."""
+    if not caller.f_code.co_filename.startswith(_DATA_LOADING):
+        return False
+    first = args[0] if args else None
+    tensors = first if isinstance(first, (list, tuple)) else (first,)
+    return all(t.device.type == "cpu" for t in tensors if isinstance(t, torch.Tensor))
 
 
 def _target_device(args: tuple, kwargs: dict) -> torch.device | None:
@@ -359,6 +376,9 @@ class Recorder:
                 self._py_bytes[(site, rule, self._marks)] += nbytes
 
     def _watched(self, func: Callable, name: str, args: tuple, kwargs: dict) -> Any:
+        if _host_bookkeeping(sys._getframe(2), args):
+            with _autograd_profiler.record_function(_HOST):
+                return func(*args, **kwargs)
         api = _api_name(func, name)
         if api == "Tensor.numpy" and kwargs.get("force"):  # numpy(force=True) copies to the host itself
             api, name = "Tensor.cpu", "cpu"
@@ -531,6 +551,8 @@ class Recorder:
                 elif name.startswith("pytest_perf::"):
                     if name == _STEP:
                         mark_times.append(node.start_time_ns)
+                    elif name == _HOST:  # ops inside count; a sync inside is none
+                        visit(node.children, in_op, True, site, rule, top)
                     elif name != _START:
                         idx = int(name[len(_SITE):])
                         row = lookup(sites[idx].api, "python")

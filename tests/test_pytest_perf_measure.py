@@ -232,3 +232,46 @@ def test_gpu_branch_glue_reads_perflint_trace_figures(monkeypatch):
     rec._add_gpu(rec.result.traces[0])
     assert rec.result.metrics["peak_memory"] == 123
     assert rec.result.metrics["syncs"] == 1  # a CPU trace has no GPU syncs: the CPU count stays
+
+
+def mnist_like_epochs(epochs=2):
+    """The loops of pytorch/examples' mnist `train` and `test` (DataLoader, `.to(device)`, `loss.item()`
+    every log_interval batches, two `.item()` per test batch) on 64 random rows."""
+    import torch.nn.functional as F
+    from torch.utils.data import DataLoader, TensorDataset
+
+    g = torch.Generator().manual_seed(0)
+    rows = TensorDataset(torch.randn(64, 1, 8, 8, generator=g), torch.randint(0, 10, (64,), generator=g))
+    train_loader, test_loader = DataLoader(rows, batch_size=8, shuffle=True), DataLoader(rows, batch_size=16)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10), torch.nn.LogSoftmax(dim=1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def run():
+        for _ in range(epochs):
+            model.train()
+            for batch_idx, (data, target) in enumerate(train_loader):
+                data, target = data.to("cpu"), target.to("cpu")
+                optimizer.zero_grad()
+                loss = F.nll_loss(model(data), target)
+                loss.backward()
+                optimizer.step()
+                if batch_idx % 4 == 0:
+                    loss.item()  # the log line: batches 0 and 4 of 8
+            model.eval()
+            test_loss = correct = 0
+            with torch.no_grad():
+                for data, target in test_loader:
+                    output = model(data)
+                    test_loss += F.nll_loss(output, target, reduction="sum").item()
+                    pred = output.argmax(dim=1, keepdim=True)
+                    correct += pred.eq(target.view_as(pred)).sum().item()
+
+    return run
+
+
+def test_data_loading_is_not_a_sync_but_the_loops_items_are():
+    res = measure(mnist_like_epochs(2))
+    # per epoch: 2 logged losses + 4 test batches x 2; the loaders' seeds and permutations are host-side
+    assert res.metrics["syncs"] == 2 * (2 + 4 * 2)
+    assert {site.file for (m, site, rule) in res.hits if m == "syncs"} == {__file__}
+    assert res.top_ops["aten::randperm"] == 2 * 2  # the sampler still ran: its ops count, its reads do not

@@ -560,3 +560,36 @@ def test_work_on_other_threads_is_measured(pytester):
         "*ops 10 > 0: most frequent ops aten::add 10x*",
         "*syncs 3 > 0: inside aten::item (3x, PFL101)*",  # no function mode there: the op names the rule
     ])
+
+
+LOADER = """
+    import pytest, torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    def loader():
+        g = torch.Generator().manual_seed(0)
+        rows = TensorDataset(torch.randn(64, 4, generator=g), torch.randn(64, 1, generator=g))
+        return torch.nn.Linear(4, 1), DataLoader(rows, batch_size=8, shuffle=True)
+
+    @pytest.mark.perf_budget(max_syncs=0)
+    def test_iterating_a_shuffled_loader(perf):
+        model, data = loader()
+        with perf.region():
+            for x, y in data:
+                model(x)
+
+    @pytest.mark.perf_budget(max_syncs=0)
+    def test_item_on_the_output_still_counts(perf):
+        model, data = loader()
+        with perf.region():
+            for x, y in data:
+                model(x).sum().item()
+"""
+
+
+def test_a_shuffled_loader_is_host_bookkeeping_not_a_sync(pytester):
+    write(pytester, "test_loader", LOADER)
+    result = pytester.runpytest("--perf-budget")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*syncs 8 > 0: test_loader.py:21 `model(x).sum().item()` (8x, PFL101)"])
+    assert "for x, y in data" not in result.stdout.str()
