@@ -330,6 +330,7 @@ def add_scaling_verdict(entry: dict, single: Mapping, budget) -> tuple[dict, str
     """min_scaling_efficiency: one rank's wall time over the slowest rank's at world_size (weak scaling:
     every rank does the one rank's work). Only when asked: it reruns the test and times are noisy."""
     from perflint.budgets import Verdict
+    from pytest_perf import report
 
     limit = budget.limits["min_scaling_efficiency"]
     one = (single.get("entry") or {}).get("distributed", {}).get("wall_s")
@@ -342,10 +343,9 @@ def add_scaling_verdict(entry: dict, single: Mapping, budget) -> tuple[dict, str
         v = Verdict("min_scaling_efficiency", "scaling_efficiency", eff, limit, "fail" if eff < limit else "pass")
     text = v.describe() + (f" (1 rank {one:.3f} s, slowest of {len(walls)} ranks {max(walls):.3f} s)"
                            if v.measured is not None else "")
-    entry = {**entry, "scaling_efficiency": v.measured, "verdicts": [*entry["verdicts"], {
-        "key": v.key, "metric": v.metric, "measured": v.measured, "limit": v.limit, "status": v.status,
-        "reason": v.reason, "text": text, "file": None, "line": None}]}
-    return entry, ("perf budget exceeded:\n  " + text) if v.status == "fail" else None
+    entry = {**entry, "scaling_efficiency": v.measured,
+             "verdicts": [*entry["verdicts"], report.verdict_entry(v, text, None)]}
+    return entry, report.failure_message([(v, text)] if v.status == "fail" else [])
 
 
 def main(argv: list[str]) -> int:

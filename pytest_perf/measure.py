@@ -26,6 +26,7 @@ import tempfile
 import threading
 from time import perf_counter_ns
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -292,7 +293,8 @@ class Recorder:
             prof = torch.profiler.profile(activities=activities, profile_memory=cpu_memory,
                                           record_shapes=self.plan.comm,
                                           experimental_config=None if cpu_memory else _all_threads())
-            prof.start()
+            with _without_profiler_chatter():
+                prof.start()
             self._prof = prof
             with _autograd_profiler.record_function(_START):
                 pass
@@ -325,7 +327,8 @@ class Recorder:
             self._flop_counter = None
             self._mode = None
             try:
-                prof.stop()
+                with _without_profiler_chatter():
+                    prof.stop()
             finally:
                 self._prof = None
                 before = self._dynamo_before
@@ -659,6 +662,35 @@ class Recorder:
         gpu["peak_memory"] = torch.cuda.max_memory_allocated()
         self.result.gpu.update(gpu)
         self.result.measured |= {k for k, v in gpu.items() if v is not None and k in ALL_METRICS}
+
+
+# What the profiler's C++ prints on fd 2 at every start and stop (no log level silences it), and the
+# warning it adds when another profiler ended our session (reported as a ProfilerConflict instead).
+_CHATTER = (b"USDT:", b"disableProfiler called but no active profiling session found")
+
+
+@contextmanager
+def _without_profiler_chatter():
+    """Send fd 2 to a temporary file for the call and pass on every line but the profiler's chatter,
+    which would otherwise break pytest's progress line and repeat under every failure's stderr."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no fd 2: nothing to filter
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            kept = [line for line in tmp.read().splitlines(keepends=True)
+                    if not any(mark in line for mark in _CHATTER)]
+            if kept:
+                os.write(2, b"".join(kept))
 
 
 def _all_threads():

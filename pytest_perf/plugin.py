@@ -135,7 +135,7 @@ class _Run:
         if self.compare_baseline:
             recorded = self.session.baseline().get(self.item.nodeid)
             found += baselines.compare(recorded, metrics)
-        entries = []
+        entries, failed = [], []
         for v in found:
             text = v.describe()
             where = None
@@ -147,12 +147,9 @@ class _Run:
                 where = first_line(v.metric, result.hits)
                 if where and not os.path.relpath(where[0], root).startswith(".."):
                     where = (os.path.relpath(where[0], root), where[1])
-                problems.append(text)
+                failed.append((v, text))
             entries.append(report.verdict_entry(v, text, where))
-        message = None
-        if problems:
-            message = "perf budget exceeded:\n  " + "\n  ".join(problems)
-        return entries, message
+        return entries, report.failure_message(failed, problems)
 
     def finish(self, test_failed: bool) -> str | None:
         """Stop measuring, decide, and keep the report entry; returns the failure message."""

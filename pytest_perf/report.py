@@ -23,6 +23,29 @@ def verdict_entry(v: Verdict, text: str, where: tuple[str, int] | None) -> dict:
             "line": where[1] if where else None}
 
 
+def failure_message(failed: list[tuple[Verdict, str]], notes: list[str] = ()) -> str | None:
+    """The test's failure: a headline with the worst broken budget (pytest's short summary shows only
+    this first line), then one line per broken budget with its causes, then other problems."""
+    lines = [text for _, text in failed] + list(notes)
+    if not lines:
+        return None
+    if failed:
+        worst = max(failed, key=lambda f: _excess(f[0]))[0].describe()
+        more = len(lines) - 1
+        headline = worst + (f" (and {more} more)" if more else "")
+    else:
+        headline = notes[0]
+    return f"perf budget exceeded: {headline}\n  " + "\n  ".join(lines)
+
+
+def _excess(v: Verdict) -> tuple[float, float]:
+    """How far a failing verdict is past its limit, as a ratio (then the measured value, for limits of 0)."""
+    measured, limit = v.measured or 0, v.limit
+    if v.key.startswith("min"):
+        return (limit / measured if measured else float("inf"), -measured)
+    return (measured / limit if limit else float("inf"), measured)
+
+
 def _unit(key: str) -> str:
     spec = key_spec(key.split("@")[0])
     return spec.unit if spec else "count"

@@ -593,3 +593,14 @@ def test_a_shuffled_loader_is_host_bookkeeping_not_a_sync(pytester):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*syncs 8 > 0: test_loader.py:21 `model(x).sum().item()` (8x, PFL101)"])
     assert "for x, y in data" not in result.stdout.str()
+
+
+def test_profiler_chatter_stays_out_and_the_summary_names_the_worst_violation(pytester):
+    write(pytester, "test_on", ITEMS, budget=2, n=3)
+    write(pytester, "test_ok", ITEMS, budget=5, n=3)
+    result = pytester.runpytest_subprocess("--perf-budget", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, passed=1)
+    out = result.stdout.str() + result.stderr.str()
+    assert "USDT" not in out and "profiler_st" not in out
+    result.stdout.fnmatch_lines(["test_ok.py .*", "test_on.py F*",
+                                 "FAILED test_on.py::test_items - Failed: perf budget exceeded: syncs 3 > 2*"])
