@@ -604,3 +604,21 @@ def test_profiler_chatter_stays_out_and_the_summary_names_the_worst_violation(py
     assert "USDT" not in out and "profiler_st" not in out
     result.stdout.fnmatch_lines(["test_ok.py .*", "test_on.py F*",
                                  "FAILED test_on.py::test_items - Failed: perf budget exceeded: syncs 3 > 2*"])
+
+
+def test_the_guides_example_run_is_real():
+    """docs/pytest-perf.md shows a shortened real run of the bundled example: every line it shows comes out
+    of that run, in that order (times aside). To refresh it: `COLUMNS=120 pytest --perf-budget -p no:logging
+    examples/` and copy the lines."""
+    import subprocess
+
+    root = os.path.dirname(EXAMPLES)
+    text = open(os.path.join(root, "docs", "pytest-perf.md"), encoding="utf-8").read()
+    command, shown = re.search(r"```\n\$ (pytest --perf-budget [^\n]*)\n(.*?)\n```", text, re.S).groups()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GITHUB_"))}
+    run = subprocess.run([sys.executable, "-m", *command.split()], cwd=root, env={**env, "COLUMNS": "120"},
+                         capture_output=True, text=True, timeout=300)
+    timeless = lambda line: re.sub(r" in \d+\.\d+s ", " in Ns ", line)  # noqa: E731
+    out = iter(map(timeless, run.stdout.splitlines()))
+    missing = [line for line in shown.splitlines() if line != "..." and timeless(line) not in out]
+    assert missing == [], run.stdout[-3000:]
