@@ -1,7 +1,7 @@
 """pytest hooks: options, the `perf_budget` marker, the `perf` fixture and pass/fail by budget.
 
 Flow per budgeted test: the marker is validated at collection (a bad key is a collection error), the
-test call runs under a `Recorder` (measure.py), `perflint.budgets.check` turns the figures into
+test call runs under a `Recorder` (measure.py), `perflint.measures.budgets.check` turns the figures into
 verdicts, a failing verdict fails the test with attribution lines, and the verdicts travel on the test
 report (`report.perf`, plain JSON, so pytest-xdist carries them to the controller), where the summary
 table, the JSON report, GitHub annotations and the baseline file are written.
@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from perflint.budgets import Budget, BudgetError, check, parse_budget, spec, valid_keys_text
+from perflint.measures.budgets import (
+    MEASURED_SCALING, PREDICTED_SCALING, SCALING_KEYS, Budget, BudgetError, check, parse_budget, spec,
+    valid_keys_text)
 from pytest_perf import baseline as baselines
 from pytest_perf import report
 
@@ -95,7 +97,7 @@ class _Run:
     def __init__(self, item: pytest.Item, budget: Budget | None, session: "_PerfSession"):
         from pytest_perf import distributed
         from pytest_perf.fixture import Perf
-        from pytest_perf.measure import Plan
+        from pytest_perf.plan import Plan
 
         self.item, self.budget, self.session = item, budget, session
         # world_size > 1: the controller sends the test to ranks (distributed.py); a rank measures it
@@ -123,7 +125,8 @@ class _Run:
         if self.rank is not None and budget.scaling_model:
             from pytest_perf.distributed import predicted
 
-            metrics = {**metrics, "predicted_efficiency": predicted(result, budget.scaling_model).efficiency}
+            metric = SCALING_KEYS[PREDICTED_SCALING].metric
+            metrics = {**metrics, metric: predicted(result, budget.scaling_model).efficiency}
         checked, reasons = metrics, result.reasons()
         problems: list[str] = []
         if budget.per_step:
@@ -153,7 +156,7 @@ class _Run:
 
     def finish(self, test_failed: bool) -> str | None:
         """Stop measuring, decide, and keep the report entry; returns the failure message."""
-        from pytest_perf.measure import export_traces
+        from pytest_perf.profiler import export_traces
 
         result = self.perf.finish()
         entries, message = self.verdicts(result)
@@ -163,7 +166,7 @@ class _Run:
             try:
                 os.makedirs(self.session.trace_dir, exist_ok=True)
                 stem = os.path.join(self.session.trace_dir, report.trace_stem(self.item.nodeid))
-                traces = export_traces(result, stem)
+                traces = export_traces(result.traces, stem)
             except OSError as e:  # the folder went away or became a file mid-run: keep the verdict
                 problem = f"perf trace not written: {e.filename or self.session.trace_dir}: {e.strerror or e}"
                 message = f"{message}\n  {problem}" if message else None
@@ -264,7 +267,7 @@ class _PerfSession:
         except importlib.metadata.PackageNotFoundError:
             return "perf budgets: on, but torch is not installed: budgeted tests will error"
         return (f"perf budgets: on (torch {version}; on a CPU, syncs and transfers are counted as they would "
-                f"happen on an accelerator, see perflint/events.py)")
+                f"happen on an accelerator, see perflint/measures/events.py)")
 
     # -- world_size=N tests (pytest_perf/distributed.py) ------------------------------------------
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -295,7 +298,7 @@ class _PerfSession:
         results, missing = self._pool(budget.world_size, item).run(item.nodeid, timeout)
         entry, message, skipped = distributed.combine(item.nodeid, results, missing, timeout)
         run = item.stash.get(_RUN, None)
-        if run is not None and run.enforced and "min_scaling_efficiency" in budget.limits and entry and not message:
+        if run is not None and run.enforced and MEASURED_SCALING in budget.limits and entry and not message:
             single, _ = self._pool(1, item).run(item.nodeid, timeout)
             entry, message = distributed.add_scaling_verdict(entry, single.get(0, {}), budget)
         if run is not None and entry is not None:
@@ -344,7 +347,7 @@ class _PerfSession:
         run = item.stash.get(_RUN, None)
         if run is None or not run.enforced or run.distributed:
             return (yield)
-        from pytest_perf.measure import ProfilerConflict
+        from pytest_perf.profiler import ProfilerConflict
 
         try:
             run.perf.start_implicit()
@@ -362,7 +365,7 @@ class _PerfSession:
 
     @staticmethod
     def _finish(run: _Run, test_failed: bool) -> str | None:
-        from pytest_perf.measure import ProfilerConflict
+        from pytest_perf.profiler import ProfilerConflict
 
         try:
             return run.finish(test_failed)

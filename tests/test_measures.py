@@ -22,6 +22,13 @@ def test_the_vocabulary_imports_no_torch_numpy_or_libcst():
     assert {"torch", "numpy", "libcst"} & loaded == set()
 
 
+def test_the_plugin_does_not_import_the_trace_reader():
+    pytest.importorskip("torch")
+    loaded = imported_after("import pytest_perf.plugin, pytest_perf.measure, pytest_perf.fixture")
+    assert "torch" in loaded  # measure imports torch: the check below is not vacuous
+    assert sorted(m for m in loaded if m.startswith("perflint.trace")) == []
+
+
 def test_every_budget_key_names_a_metric_with_a_unit():
     for key in {**budgets.KEYS, **budgets.SCALING_KEYS}.values():
         assert metrics.METRICS[key.metric].unit in budgets.VALID

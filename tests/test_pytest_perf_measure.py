@@ -6,9 +6,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from perflint.budgets import check, parse_budget  # noqa: E402
+from perflint.measures.budgets import check, parse_budget  # noqa: E402
+from pytest_perf import gpu  # noqa: E402
 from pytest_perf.attribution import explain  # noqa: E402
-from pytest_perf.measure import Plan, ProfilerConflict, Recorder, measure  # noqa: E402
+from pytest_perf.measure import Recorder, measure  # noqa: E402
+from pytest_perf.plan import Plan  # noqa: E402
+from pytest_perf.profiler import ProfilerConflict  # noqa: E402
 
 EVERYTHING = Plan.choose(set(), everything=True)
 
@@ -229,7 +232,7 @@ def test_gpu_branch_glue_reads_perflint_trace_figures(monkeypatch):
     torch.ones(3).sum().item()
     rec.stop()
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a, **k: 123)
-    rec._add_gpu(rec.result.traces[0])
+    gpu.add_figures(rec.result.traces[0], rec.result)
     assert rec.result.metrics["peak_memory"] == 123
     assert rec.result.metrics["syncs"] == 1  # a CPU trace has no GPU syncs: the CPU count stays
 
