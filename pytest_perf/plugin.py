@@ -1,10 +1,11 @@
 """pytest hooks: options, the `perf_budget` marker, the `perf` fixture and pass/fail by budget.
 
-Flow per budgeted test: the marker is validated at collection (a bad key is a collection error), the
-test call runs under a `Recorder` (measure.py), `perflint.measures.budgets.check` turns the figures into
-verdicts, a failing verdict fails the test with attribution lines, and the verdicts travel on the test
-report (`report.perf`, plain JSON, so pytest-xdist carries them to the controller), where the summary
-table, the JSON report, GitHub annotations and the baseline file are written.
+Flow per budgeted test: the marker is parsed once, at collection (a bad key is a collection error), and
+the budget kept on the item; the test call runs under a `Recorder` (measure.py),
+`perflint.measures.budgets.check` turns the figures into verdicts, a failing verdict fails the test
+with attribution lines and a "perf budget" report section, and the verdicts travel on the test report
+(`report.perf`, plain JSON, so pytest-xdist carries them to the controller), where the summary table,
+the JSON report, GitHub annotations and the baseline file are written.
 
 This module must import without torch: torch is imported only when a budgeted test runs.
 """
@@ -20,13 +21,15 @@ from typing import Any
 import pytest
 
 from perflint.measures.budgets import (
-    MEASURED_SCALING, PREDICTED_SCALING, SCALING_KEYS, Budget, BudgetError, check, parse_budget, spec,
-    valid_keys_text)
+    KEYS, MEASURED_SCALING, OPTIONS, PREDICTED_SCALING, SCALING_KEYS, VALUE_SHAPES, Budget, BudgetError, check,
+    parse_budget, spec, valid_keys_text)
 from pytest_perf import baseline as baselines
 from pytest_perf import report
 
 MARKER = "perf_budget"
 INSTALL_HINT = "pytest_perf needs torch to measure this test: pip install 'torch-perflint[pytest]' ({})"
+SECTION = "perf budget"  # the report section with a test's verdicts
+_BUDGET = pytest.StashKey["Budget | None"]()  # the item's merged markers, parsed at collection
 _RUN = pytest.StashKey["_Run"]()
 _SESSION = pytest.StashKey["_PerfSession"]()
 
@@ -52,11 +55,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", f"{MARKER}(**limits): profiler budget enforced with --perf-budget. Keys: {valid_keys_text()}")
+    config.addinivalue_line("markers", marker_help())
     session = _PerfSession(config)
     config.stash[_SESSION] = session
     config.pluginmanager.register(session, "pytest_perf_session")
+
+
+def marker_help() -> str:
+    """The marker's line in `pytest --markers`, generated from the budget tables so it cannot drift."""
+    limits = [f"{k}={VALUE_SHAPES.get(k, VALUE_SHAPES[s.unit])}" for k, s in {**KEYS, **SCALING_KEYS}.items()]
+    options = [f"{k}={shape}" for k, (shape, _) in OPTIONS.items()]
+    return (f"{MARKER}({', '.join(limits + options)}): fail the test under --perf-budget when a count or size "
+            f"goes above a max_* limit or a ratio below a min_* one; SIZE is bytes or a string such as '24 MB'. "
+            f"Guide: docs/pytest-perf.md")
 
 
 # -- collection: a bad marker is a collection error that lists the valid keys ----------------------------
@@ -82,7 +93,7 @@ def pytest_make_collect_report(collector: pytest.Collector):
         for node in rep.result:
             if isinstance(node, pytest.Item):
                 try:
-                    _marker_budget(node)
+                    node.stash[_BUDGET] = _marker_budget(node)
                 except BudgetError as e:
                     errors.append(f"{node.nodeid}: invalid @pytest.mark.{MARKER}: {e}")
         if errors:
@@ -115,6 +126,7 @@ class _Run:
             self.plan = dataclasses.replace(self.plan, comm=True, flops=budget.scaling_model is not None)
         self.perf = Perf(self.plan)
         self.entry: dict | None = None
+        self.unraised: str | None = None  # the budget failure of a test that failed for its own reason
 
     def verdicts(self, result) -> tuple[list, str | None]:
         """Check the budget (and baseline); returns verdict entries and the failure message, if any."""
@@ -181,6 +193,7 @@ class _Run:
             from pytest_perf.distributed import rank_figures
 
             self.entry["distributed"] = rank_figures(result, self.budget.scaling_model)
+        self.unraised = message if test_failed else None
         return message
 
 
@@ -220,12 +233,14 @@ def perf_rank():
     return rank_info()
 
 
+def _budget(item: pytest.Item) -> Budget | None:
+    """The item's budget, parsed at collection; None without a marker."""
+    return item.stash.get(_BUDGET, None)
+
+
 def _world_size(item: pytest.Item) -> Budget | None:
-    """The item's budget when it asks for world_size > 1 (an invalid marker was already reported)."""
-    try:
-        budget = _marker_budget(item)
-    except BudgetError:
-        return None
+    """The item's budget when it asks for world_size > 1."""
+    budget = _budget(item)
     return budget if budget is not None and budget.world_size > 1 else None
 
 
@@ -334,7 +349,7 @@ class _PerfSession:
                 distributed.init_group(info, None, dist_budget.timeout or distributed.DEFAULT_TIMEOUT_S)
         if not self.enabled:
             return
-        budget = _marker_budget(item)  # already validated at collection
+        budget = _budget(item)
         if budget is None:
             return
         missing = _torch_missing()
@@ -378,6 +393,8 @@ class _PerfSession:
         run = item.stash.get(_RUN, None)
         if call.when == "call" and run is not None and run.entry is not None:
             rep.perf = run.entry
+            if run.entry["verdicts"]:
+                rep.sections.append((SECTION, report.section(run.entry, run.unraised)))
         if call.when == "teardown" and run is not None:
             del item.stash[_RUN]  # drop the profiler data with the test
         return rep

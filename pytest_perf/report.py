@@ -86,6 +86,12 @@ def table(entries: Iterable[Mapping]) -> str:
     return tabulate(rows, headers=["test", "metric", "measured", "budget", "status"], tablefmt="simple")
 
 
+def section(entry: Mapping, unraised: str | None = None) -> str:
+    """One test's verdicts, shown in a "perf budget" section of its report (under a failure, or with
+    -rP). When the test failed for its own reason, the budget failure it could not raise comes first."""
+    text = tabulate(_rows(entry), headers=["metric", "measured", "budget", "status"], tablefmt="simple")
+    return f"{unraised}\n\n{text}" if unraised else text
+
 
 def write_json(path: str, entries: Iterable[Mapping], meta: Mapping) -> None:
     body = {**meta, "tests": {e["nodeid"]: {k: v for k, v in e.items() if k != "nodeid"} for e in entries}}

@@ -623,3 +623,57 @@ def test_the_guides_example_run_is_real():
     missing = [line for line in shown.splitlines() if line != "..." and timeless(line) not in out]
     assert missing == [], run.stdout[-3000:]
 
+
+def test_marker_help_is_generated_from_the_budget_tables(pytester):
+    from perflint.measures.budgets import KEYS, OPTIONS, SCALING_KEYS
+
+    result = pytester.runpytest("--markers")
+    (line,) = [ln for ln in result.stdout.lines if ln.startswith("@pytest.mark.perf_budget(")]
+    for key in [*KEYS, *SCALING_KEYS, *OPTIONS]:
+        assert f"{key}=" in line
+    assert "max_syncs=N" in line and "max_peak_memory=SIZE" in line and "min_overlap=0..1" in line
+
+
+def test_the_marker_is_parsed_once_per_test(pytester, monkeypatch):
+    from pytest_perf import plugin
+
+    parsed = []
+    real = plugin.parse_budget
+    monkeypatch.setattr(plugin, "parse_budget", lambda values: parsed.append(values) or real(values))
+    write(pytester, "test_once", """
+        import pytest
+
+        pytestmark = pytest.mark.perf_budget(max_ops=100)
+
+        @pytest.mark.perf_budget(max_syncs=0)
+        def test_a():
+            pass
+
+        def test_b():
+            pass
+    """)
+    pytester.inline_run("--perf-budget").assertoutcome(passed=2)
+    assert parsed == [{"max_ops": 100, "max_syncs": 0}, {"max_ops": 100}]
+
+
+def test_verdicts_are_a_named_report_section_also_when_the_test_fails_itself(pytester):
+    write(pytester, "test_section", """
+        import pytest, torch
+
+        @pytest.mark.perf_budget(max_syncs=0, min_overlap=0.5)
+        def test_raises_and_syncs():
+            torch.ones(2).sum().item()
+            raise ValueError("the test's own failure")
+    """)
+    result = pytester.runpytest("--perf-budget")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*ValueError: the test's own failure",
+        "*- perf budget -*",
+        "perf budget exceeded: syncs 1 > 0",
+        "  syncs 1 > 0: test_section.py:5 `torch.ones(2).sum().item()` (1x, PFL101)",
+        "",
+        "metric *measured*budget*status",
+        "syncs *1*≤ 0*FAIL",
+        "queue_overlap*SKIP: needs a GPU",
+    ])
