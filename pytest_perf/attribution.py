@@ -12,7 +12,8 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 
-import perflint.budgets
+from perflint.measures.budgets import Verdict
+from perflint.measures.metrics import format_value, unit
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SKIP_DIRS: tuple[str, ...] = (_HERE + os.sep,)
@@ -82,7 +83,7 @@ def first_line(metric: str, hits: Counter) -> tuple[str, int] | None:
     return None
 
 
-def explain(verdict: perflint.budgets.Verdict, hits: Counter, root: str | None = None, limit: int = 3,
+def explain(verdict: Verdict, hits: Counter, root: str | None = None, limit: int = 3,
             top_ops: Counter | None = None) -> str:
     """ "syncs 200 > 0: train.py:42 `loss.item()` (200x, PFL101); ..." for a failing verdict.
 
@@ -96,12 +97,12 @@ def explain(verdict: perflint.budgets.Verdict, hits: Counter, root: str | None =
     if not found:
         return head
     parts = []
-    unit = perflint.budgets.KEYS[verdict.key].unit if verdict.key in perflint.budgets.KEYS else "count"
+    bytes_ = unit(verdict.metric) == "bytes"
     for n, site, rule in found[:limit]:
         code = f" `{site.code}`" if site.code else ""
         tag = f", {rule}" if rule else ""
         note = f" [{site.api}]" if site.api.startswith(("recompile", "graph break")) and site.code else ""
-        amount = perflint.budgets.format_value(unit, n) if unit == "bytes" else f"{n}x"
+        amount = format_value("bytes", n) if bytes_ else f"{n}x"
         parts.append(f"{site.location(root)}{code}{note} ({amount}{tag})")
     more = len(found) - limit
     return head + ": " + "; ".join(parts) + (f"; and {more} more" if more > 0 else "")

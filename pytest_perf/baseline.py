@@ -10,11 +10,10 @@ import json
 import os
 from typing import Mapping
 
-from perflint.budgets import KEYS, Verdict
+from perflint.measures.budgets import KEYS, Verdict
+from perflint.measures.metrics import RECORDED  # counts that are the same on every run, never bytes or times
 
 VERSION = 1
-# Counts that are the same on every run; bytes and memory depend on the allocator, times on the machine.
-RECORDED = ("syncs", "ops", "kernels", "transfers", "collectives", "graph_breaks", "recompiles")
 _KEY_OF = {spec.metric: key for key, spec in KEYS.items()}
 
 

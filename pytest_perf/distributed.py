@@ -329,23 +329,23 @@ def combine(nodeid: str, results: Mapping[int, dict], missing: list[int],
 def add_scaling_verdict(entry: dict, single: Mapping, budget) -> tuple[dict, str | None]:
     """min_scaling_efficiency: one rank's wall time over the slowest rank's at world_size (weak scaling:
     every rank does the one rank's work). Only when asked: it reruns the test and times are noisy."""
-    from perflint.budgets import Verdict
+    from perflint.measures.budgets import MEASURED_SCALING, SCALING_KEYS, Verdict
+    from pytest_perf import report
 
-    limit = budget.limits["min_scaling_efficiency"]
+    key, metric, limit = MEASURED_SCALING, SCALING_KEYS[MEASURED_SCALING].metric, budget.limits[MEASURED_SCALING]
     one = (single.get("entry") or {}).get("distributed", {}).get("wall_s")
     walls = [r.get("wall_s") for r in entry.get("ranks", {}).values() if r.get("wall_s")]
     if not one or not walls or single.get("outcome") != "passed":
-        v = Verdict("min_scaling_efficiency", "scaling_efficiency", None, limit, "skip",
+        v = Verdict(key, metric, None, limit, "skip",
                     f"the 1-rank run did not pass ({single.get('outcome', 'missing')})")
     else:
         eff = one / max(walls)
-        v = Verdict("min_scaling_efficiency", "scaling_efficiency", eff, limit, "fail" if eff < limit else "pass")
+        v = Verdict(key, metric, eff, limit, "fail" if eff < limit else "pass")
     text = v.describe() + (f" (1 rank {one:.3f} s, slowest of {len(walls)} ranks {max(walls):.3f} s)"
                            if v.measured is not None else "")
-    entry = {**entry, "scaling_efficiency": v.measured, "verdicts": [*entry["verdicts"], {
-        "key": v.key, "metric": v.metric, "measured": v.measured, "limit": v.limit, "status": v.status,
-        "reason": v.reason, "text": text, "file": None, "line": None}]}
-    return entry, ("perf budget exceeded:\n  " + text) if v.status == "fail" else None
+    entry = {**entry, metric: v.measured,
+             "verdicts": [*entry["verdicts"], report.verdict_entry(v, text, None)]}
+    return entry, report.failure_message([(v, text)] if v.status == "fail" else [])
 
 
 def main(argv: list[str]) -> int:

@@ -11,7 +11,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from pytest_perf.measure import Plan, Recorder, Result
+from pytest_perf.measure import Recorder
+from pytest_perf.plan import Plan
+from pytest_perf.result import Result
 
 
 class Perf:

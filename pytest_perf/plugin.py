@@ -1,10 +1,11 @@
 """pytest hooks: options, the `perf_budget` marker, the `perf` fixture and pass/fail by budget.
 
-Flow per budgeted test: the marker is validated at collection (a bad key is a collection error), the
-test call runs under a `Recorder` (measure.py), `perflint.budgets.check` turns the figures into
-verdicts, a failing verdict fails the test with attribution lines, and the verdicts travel on the test
-report (`report.perf`, plain JSON, so pytest-xdist carries them to the controller), where the summary
-table, the JSON report, GitHub annotations and the baseline file are written.
+Flow per budgeted test: the marker is parsed once, at collection (a bad key is a collection error), and
+the budget kept on the item; the test call runs under a `Recorder` (measure.py),
+`perflint.measures.budgets.check` turns the figures into verdicts, a failing verdict fails the test
+with attribution lines and a "perf budget" report section, and the verdicts travel on the test report
+(`report.perf`, plain JSON, so pytest-xdist carries them to the controller), where the summary table,
+the JSON report, GitHub annotations and the baseline file are written.
 
 This module must import without torch: torch is imported only when a budgeted test runs.
 """
@@ -19,12 +20,16 @@ from typing import Any
 
 import pytest
 
-from perflint.budgets import Budget, BudgetError, check, parse_budget, spec, valid_keys_text
+from perflint.measures.budgets import (
+    KEYS, MEASURED_SCALING, OPTIONS, PREDICTED_SCALING, SCALING_KEYS, VALUE_SHAPES, Budget, BudgetError, check,
+    parse_budget, spec, valid_keys_text)
 from pytest_perf import baseline as baselines
 from pytest_perf import report
 
 MARKER = "perf_budget"
 INSTALL_HINT = "pytest_perf needs torch to measure this test: pip install 'torch-perflint[pytest]' ({})"
+SECTION = "perf budget"  # the report section with a test's verdicts
+_BUDGET = pytest.StashKey["Budget | None"]()  # the item's merged markers, parsed at collection
 _RUN = pytest.StashKey["_Run"]()
 _SESSION = pytest.StashKey["_PerfSession"]()
 
@@ -50,11 +55,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", f"{MARKER}(**limits): profiler budget enforced with --perf-budget. Keys: {valid_keys_text()}")
+    config.addinivalue_line("markers", marker_help())
     session = _PerfSession(config)
     config.stash[_SESSION] = session
     config.pluginmanager.register(session, "pytest_perf_session")
+
+
+def marker_help() -> str:
+    """The marker's line in `pytest --markers`, generated from the budget tables so it cannot drift."""
+    limits = [f"{k}={VALUE_SHAPES.get(k, VALUE_SHAPES[s.unit])}" for k, s in {**KEYS, **SCALING_KEYS}.items()]
+    options = [f"{k}={shape}" for k, (shape, _) in OPTIONS.items()]
+    return (f"{MARKER}({', '.join(limits + options)}): fail the test under --perf-budget when a count or size "
+            f"goes above a max_* limit or a ratio below a min_* one; SIZE is bytes or a string such as '24 MB'. "
+            f"Guide: docs/pytest-perf.md")
 
 
 # -- collection: a bad marker is a collection error that lists the valid keys ----------------------------
@@ -80,7 +93,7 @@ def pytest_make_collect_report(collector: pytest.Collector):
         for node in rep.result:
             if isinstance(node, pytest.Item):
                 try:
-                    _marker_budget(node)
+                    node.stash[_BUDGET] = _marker_budget(node)
                 except BudgetError as e:
                     errors.append(f"{node.nodeid}: invalid @pytest.mark.{MARKER}: {e}")
         if errors:
@@ -95,7 +108,7 @@ class _Run:
     def __init__(self, item: pytest.Item, budget: Budget | None, session: "_PerfSession"):
         from pytest_perf import distributed
         from pytest_perf.fixture import Perf
-        from pytest_perf.measure import Plan
+        from pytest_perf.plan import Plan
 
         self.item, self.budget, self.session = item, budget, session
         # world_size > 1: the controller sends the test to ranks (distributed.py); a rank measures it
@@ -113,6 +126,7 @@ class _Run:
             self.plan = dataclasses.replace(self.plan, comm=True, flops=budget.scaling_model is not None)
         self.perf = Perf(self.plan)
         self.entry: dict | None = None
+        self.unraised: str | None = None  # the budget failure of a test that failed for its own reason
 
     def verdicts(self, result) -> tuple[list, str | None]:
         """Check the budget (and baseline); returns verdict entries and the failure message, if any."""
@@ -123,7 +137,8 @@ class _Run:
         if self.rank is not None and budget.scaling_model:
             from pytest_perf.distributed import predicted
 
-            metrics = {**metrics, "predicted_efficiency": predicted(result, budget.scaling_model).efficiency}
+            metric = SCALING_KEYS[PREDICTED_SCALING].metric
+            metrics = {**metrics, metric: predicted(result, budget.scaling_model).efficiency}
         checked, reasons = metrics, result.reasons()
         problems: list[str] = []
         if budget.per_step:
@@ -135,7 +150,7 @@ class _Run:
         if self.compare_baseline:
             recorded = self.session.baseline().get(self.item.nodeid)
             found += baselines.compare(recorded, metrics)
-        entries = []
+        entries, failed = [], []
         for v in found:
             text = v.describe()
             where = None
@@ -147,25 +162,28 @@ class _Run:
                 where = first_line(v.metric, result.hits)
                 if where and not os.path.relpath(where[0], root).startswith(".."):
                     where = (os.path.relpath(where[0], root), where[1])
-                problems.append(text)
+                failed.append((v, text))
             entries.append(report.verdict_entry(v, text, where))
-        message = None
-        if problems:
-            message = "perf budget exceeded:\n  " + "\n  ".join(problems)
-        return entries, message
+        return entries, report.failure_message(failed, problems)
 
     def finish(self, test_failed: bool) -> str | None:
         """Stop measuring, decide, and keep the report entry; returns the failure message."""
-        from pytest_perf.measure import export_traces
+        from pytest_perf.profiler import export_traces
 
         result = self.perf.finish()
         entries, message = self.verdicts(result)
         failing = message is not None or test_failed
         traces = []
         if self.session.trace_dir and (failing or self.session.trace_all) and result.traces:
-            os.makedirs(self.session.trace_dir, exist_ok=True)
-            stem = os.path.join(self.session.trace_dir, report.trace_stem(self.item.nodeid))
-            traces = export_traces(result, stem)
+            try:
+                os.makedirs(self.session.trace_dir, exist_ok=True)
+                stem = os.path.join(self.session.trace_dir, report.trace_stem(self.item.nodeid))
+                traces = export_traces(result.traces, stem)
+            except OSError as e:  # the folder went away or became a file mid-run: keep the verdict
+                problem = f"perf trace not written: {e.filename or self.session.trace_dir}: {e.strerror or e}"
+                message = f"{message}\n  {problem}" if message else None
+                if message is None:
+                    self.session.trace_errors.append(f"{self.item.nodeid}: {problem}")
         result.traces.clear()
         self.entry = {"nodeid": self.item.nodeid, "metrics": result.metrics, "verdicts": entries,
                       "per_step": self.budget.per_step, "steps": [dict(s) for s in result.steps],
@@ -175,6 +193,7 @@ class _Run:
             from pytest_perf.distributed import rank_figures
 
             self.entry["distributed"] = rank_figures(result, self.budget.scaling_model)
+        self.unraised = message if test_failed else None
         return message
 
 
@@ -214,12 +233,14 @@ def perf_rank():
     return rank_info()
 
 
+def _budget(item: pytest.Item) -> Budget | None:
+    """The item's budget, parsed at collection; None without a marker."""
+    return item.stash.get(_BUDGET, None)
+
+
 def _world_size(item: pytest.Item) -> Budget | None:
-    """The item's budget when it asks for world_size > 1 (an invalid marker was already reported)."""
-    try:
-        budget = _marker_budget(item)
-    except BudgetError:
-        return None
+    """The item's budget when it asks for world_size > 1."""
+    budget = _budget(item)
     return budget if budget is not None and budget.world_size > 1 else None
 
 
@@ -235,6 +256,11 @@ class _PerfSession:
                             or self.fail_on_increase)
         self.report_path = opt("perf_report")
         self.trace_dir = opt("perf_trace_dir")
+        if self.trace_dir:
+            problem = _folder_problem(self.trace_dir)
+            if problem:
+                raise pytest.UsageError(f"--perf-trace-dir {self.trace_dir}: {problem}")
+        self.trace_errors: list[str] = []
         self.trace_all = opt("perf_trace_all")
         self.baseline_path = os.path.join(str(config.rootpath), opt("perf_baseline"))
         self.is_worker = hasattr(config, "workerinput")
@@ -256,7 +282,7 @@ class _PerfSession:
         except importlib.metadata.PackageNotFoundError:
             return "perf budgets: on, but torch is not installed: budgeted tests will error"
         return (f"perf budgets: on (torch {version}; on a CPU, syncs and transfers are counted as they would "
-                f"happen on an accelerator, see perflint/events.py)")
+                f"happen on an accelerator, see perflint/measures/events.py)")
 
     # -- world_size=N tests (pytest_perf/distributed.py) ------------------------------------------
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -287,7 +313,7 @@ class _PerfSession:
         results, missing = self._pool(budget.world_size, item).run(item.nodeid, timeout)
         entry, message, skipped = distributed.combine(item.nodeid, results, missing, timeout)
         run = item.stash.get(_RUN, None)
-        if run is not None and run.enforced and "min_scaling_efficiency" in budget.limits and entry and not message:
+        if run is not None and run.enforced and MEASURED_SCALING in budget.limits and entry and not message:
             single, _ = self._pool(1, item).run(item.nodeid, timeout)
             entry, message = distributed.add_scaling_verdict(entry, single.get(0, {}), budget)
         if run is not None and entry is not None:
@@ -323,7 +349,7 @@ class _PerfSession:
                 distributed.init_group(info, None, dist_budget.timeout or distributed.DEFAULT_TIMEOUT_S)
         if not self.enabled:
             return
-        budget = _marker_budget(item)  # already validated at collection
+        budget = _budget(item)
         if budget is None:
             return
         missing = _torch_missing()
@@ -336,7 +362,7 @@ class _PerfSession:
         run = item.stash.get(_RUN, None)
         if run is None or not run.enforced or run.distributed:
             return (yield)
-        from pytest_perf.measure import ProfilerConflict
+        from pytest_perf.profiler import ProfilerConflict
 
         try:
             run.perf.start_implicit()
@@ -354,7 +380,7 @@ class _PerfSession:
 
     @staticmethod
     def _finish(run: _Run, test_failed: bool) -> str | None:
-        from pytest_perf.measure import ProfilerConflict
+        from pytest_perf.profiler import ProfilerConflict
 
         try:
             return run.finish(test_failed)
@@ -367,6 +393,8 @@ class _PerfSession:
         run = item.stash.get(_RUN, None)
         if call.when == "call" and run is not None and run.entry is not None:
             rep.perf = run.entry
+            if run.entry["verdicts"]:
+                rep.sections.append((SECTION, report.section(run.entry, run.unraised)))
         if call.when == "teardown" and run is not None:
             del item.stash[_RUN]  # drop the profiler data with the test
         return rep
@@ -411,9 +439,24 @@ class _PerfSession:
         traces = [p for e in entries for p in e.get("traces", [])]
         if traces:
             tr.write_line(f"perf traces: {len(traces)} Chrome trace(s) in {self.trace_dir} (open in ui.perfetto.dev)")
+        for problem in self.trace_errors:
+            tr.write_line(problem)
         if os.environ.get("GITHUB_ACTIONS") == "true":
             for line in report.github_annotations(entries):
                 tr.write_line(line)
+
+
+def _folder_problem(path: str) -> str | None:
+    """Why a folder cannot be created at `path` (an ancestor is a file, or is read-only), else None."""
+    here = os.path.abspath(path)
+    while not os.path.exists(here):
+        here = os.path.dirname(here)
+    shown = os.path.relpath(here) if not os.path.relpath(here).startswith("..") else here
+    if not os.path.isdir(here):
+        return f"{shown} is a file, not a folder"
+    if not os.access(here, os.W_OK):
+        return f"cannot write in {shown}"
+    return None
 
 
 def _torch_version() -> str | None:

@@ -6,9 +6,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from perflint.budgets import check, parse_budget  # noqa: E402
+from perflint.measures.budgets import check, parse_budget  # noqa: E402
+from pytest_perf import gpu  # noqa: E402
 from pytest_perf.attribution import explain  # noqa: E402
-from pytest_perf.measure import Plan, ProfilerConflict, Recorder, measure  # noqa: E402
+from pytest_perf.measure import Recorder, measure  # noqa: E402
+from pytest_perf.plan import Plan  # noqa: E402
+from pytest_perf.profiler import ProfilerConflict  # noqa: E402
 
 EVERYTHING = Plan.choose(set(), everything=True)
 
@@ -199,7 +202,7 @@ def test_the_code_starting_its_own_profiler_is_a_clear_conflict():
 def test_plan_keeps_the_function_mode_away_from_compile_budgets():
     assert Plan.choose({"graph_breaks"}, everything=True).sites is False
     assert Plan.choose({"graph_breaks", "syncs"}).sites is True
-    assert Plan.choose(set(), everything=True) == Plan(sites=True, memory=True, compile=True)
+    assert Plan.choose(set(), everything=True) == Plan(sites=True, memory=False, compile=True)
     assert Plan.choose({"ops"}) == Plan(sites=False, memory=False, compile=False)
 
 
@@ -229,6 +232,49 @@ def test_gpu_branch_glue_reads_perflint_trace_figures(monkeypatch):
     torch.ones(3).sum().item()
     rec.stop()
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a, **k: 123)
-    rec._add_gpu(rec.result.traces[0])
+    gpu.add_figures(rec.result.traces[0], rec.result)
     assert rec.result.metrics["peak_memory"] == 123
     assert rec.result.metrics["syncs"] == 1  # a CPU trace has no GPU syncs: the CPU count stays
+
+
+def mnist_like_epochs(epochs=2):
+    """The loops of pytorch/examples' mnist `train` and `test` (DataLoader, `.to(device)`, `loss.item()`
+    every log_interval batches, two `.item()` per test batch) on 64 random rows."""
+    import torch.nn.functional as F
+    from torch.utils.data import DataLoader, TensorDataset
+
+    g = torch.Generator().manual_seed(0)
+    rows = TensorDataset(torch.randn(64, 1, 8, 8, generator=g), torch.randint(0, 10, (64,), generator=g))
+    train_loader, test_loader = DataLoader(rows, batch_size=8, shuffle=True), DataLoader(rows, batch_size=16)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10), torch.nn.LogSoftmax(dim=1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def run():
+        for _ in range(epochs):
+            model.train()
+            for batch_idx, (data, target) in enumerate(train_loader):
+                data, target = data.to("cpu"), target.to("cpu")
+                optimizer.zero_grad()
+                loss = F.nll_loss(model(data), target)
+                loss.backward()
+                optimizer.step()
+                if batch_idx % 4 == 0:
+                    loss.item()  # the log line: batches 0 and 4 of 8
+            model.eval()
+            test_loss = correct = 0
+            with torch.no_grad():
+                for data, target in test_loader:
+                    output = model(data)
+                    test_loss += F.nll_loss(output, target, reduction="sum").item()
+                    pred = output.argmax(dim=1, keepdim=True)
+                    correct += pred.eq(target.view_as(pred)).sum().item()
+
+    return run
+
+
+def test_data_loading_is_not_a_sync_but_the_loops_items_are():
+    res = measure(mnist_like_epochs(2))
+    # per epoch: 2 logged losses + 4 test batches x 2; the loaders' seeds and permutations are host-side
+    assert res.metrics["syncs"] == 2 * (2 + 4 * 2)
+    assert {site.file for (m, site, rule) in res.hits if m == "syncs"} == {__file__}
+    assert res.top_ops["aten::randperm"] == 2 * 2  # the sampler still ran: its ops count, its reads do not

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import sys
 import textwrap
 
@@ -434,3 +435,245 @@ def test_an_interrupted_test_leaves_no_profiler_behind(pytester):
     assert reprec.ret == pytest.ExitCode.INTERRUPTED
     assert not torch._C._autograd._profiler_enabled() and torch._C._len_torch_function_stack() == 0
     assert torch.cuda.synchronize.__module__ == "torch.cuda"
+
+
+@pytest.mark.parametrize("marker", ["max_syncs=float('inf')", "max_ops=float('nan')", "min_overlap=float('nan')",
+                                    "max_peak_memory=float('inf')", "timeout=float('inf'), world_size=2",
+                                    "ops={'aten::cat': float('inf')}"])
+@pytest.mark.parametrize("flag", [[], ["--perf-budget"]])
+def test_an_infinite_or_nan_budget_is_a_collection_error(pytester, marker, flag):
+    write(pytester, "test_bad", f"""
+        import pytest
+
+        @pytest.mark.perf_budget({marker})
+        def test_x():
+            pass
+    """)
+    result = pytester.runpytest(*flag)
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # "errors during collection", not an INTERNALERROR (3)
+    result.assert_outcomes(errors=1)
+    assert re.search(r"test_bad.py::test_x: invalid @pytest.mark.perf_budget: .*\b(inf|nan)\b", result.stdout.str())
+    assert "INTERNALERROR" not in result.stdout.str() and "Traceback" not in result.stdout.str()
+
+
+def test_a_misspelled_key_gets_a_did_you_mean(pytester):
+    write(pytester, "test_bad", """
+        import pytest
+
+        @pytest.mark.perf_budget(max_sync=0, min_overlapp=0.5)
+        def test_x():
+            pass
+    """)
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*unknown budget key 'max_sync'; valid keys: *, timeout; did you mean 'max_syncs'?"])
+
+
+def test_trace_dir_under_a_file_is_a_one_line_usage_error(pytester):
+    write(pytester, "test_rep", REPORTED)
+    (pytester.path / "notes.txt").write_text("the user's file")
+    result = pytester.runpytest("--perf-budget", "--perf-trace-dir", "notes.txt/traces")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --perf-trace-dir notes.txt/traces: notes.txt is a file, not a folder"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    assert (pytester.path / "notes.txt").read_text() == "the user's file"
+
+
+def test_an_unwritable_trace_keeps_the_budget_verdict(pytester):
+    write(pytester, "test_rep", """
+        import pytest, torch
+
+        @pytest.mark.perf_budget(max_syncs=0)
+        def test_dirty():
+            open("traces", "w").close()  # the trace folder's name is taken while the run goes on
+            torch.ones(2).sum().item()
+    """)
+    result = pytester.runpytest("--perf-budget", "--perf-trace-dir", "traces")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*syncs 1 > 0: test_rep.py:6 `torch.ones(2).sum().item()` (1x, PFL101)*",
+                                 "*perf trace not written: *traces*"])
+    assert "NotADirectoryError" not in result.stdout.str() and "Traceback" not in result.stdout.str()
+
+
+THREADS = """
+    import threading, pytest, torch
+
+    X = torch.ones(3)
+
+    def on_a_thread(work):
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+
+    def five_items():
+        for _ in range(5):
+            X.sum().item()
+
+    def ten_adds():
+        for _ in range(10):
+            X + 1
+
+    def two_lists():
+        for _ in range(2):
+            X.tolist()
+
+    @pytest.mark.perf_budget(max_syncs=0)
+    def test_syncs_on_a_thread():
+        on_a_thread(five_items)
+
+    @pytest.mark.perf_budget(max_syncs=0)
+    def test_python_level_syncs_on_a_thread():
+        on_a_thread(two_lists)
+
+    @pytest.mark.perf_budget(max_ops=0)
+    def test_ops_on_a_thread():
+        on_a_thread(ten_adds)
+
+    @pytest.fixture
+    def waiting_thread():
+        go = threading.Event()
+        thread = threading.Thread(target=lambda: go.wait() and [X.sum().item() for _ in range(3)])
+        thread.start()  # in setup: before the measurement starts
+        yield lambda: (go.set(), thread.join())
+
+    @pytest.mark.perf_budget(max_syncs=0)
+    def test_a_thread_started_before_the_measurement(waiting_thread):
+        waiting_thread()
+
+    def test_no_function_mode_is_left_on_threads_after_measuring(perf):
+        with perf.region():
+            on_a_thread(five_items)
+        assert perf.metrics["syncs"] == 5
+        seen = []
+        on_a_thread(lambda: seen.append(torch._C._len_torch_function_stack()))
+        assert seen == [0]
+"""
+
+
+def test_work_on_other_threads_is_measured(pytester):
+    write(pytester, "test_threads", THREADS)
+    result = pytester.runpytest("--perf-budget")
+    result.assert_outcomes(failed=4, passed=1)
+    result.stdout.fnmatch_lines_random([
+        "*syncs 5 > 0: test_threads.py:12 `X.sum().item()` (5x, PFL101)*",
+        "*syncs 2 > 0: test_threads.py:20 `X.tolist()` (2x, PFL102)*",
+        "*ops 10 > 0: most frequent ops aten::add 10x*",
+        "*syncs 3 > 0: inside aten::item (3x, PFL101)*",  # no function mode there: the op names the rule
+    ])
+
+
+LOADER = """
+    import pytest, torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    def loader():
+        g = torch.Generator().manual_seed(0)
+        rows = TensorDataset(torch.randn(64, 4, generator=g), torch.randn(64, 1, generator=g))
+        return torch.nn.Linear(4, 1), DataLoader(rows, batch_size=8, shuffle=True)
+
+    @pytest.mark.perf_budget(max_syncs=0)
+    def test_iterating_a_shuffled_loader(perf):
+        model, data = loader()
+        with perf.region():
+            for x, y in data:
+                model(x)
+
+    @pytest.mark.perf_budget(max_syncs=0)
+    def test_item_on_the_output_still_counts(perf):
+        model, data = loader()
+        with perf.region():
+            for x, y in data:
+                model(x).sum().item()
+"""
+
+
+def test_a_shuffled_loader_is_host_bookkeeping_not_a_sync(pytester):
+    write(pytester, "test_loader", LOADER)
+    result = pytester.runpytest("--perf-budget")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*syncs 8 > 0: test_loader.py:21 `model(x).sum().item()` (8x, PFL101)"])
+    assert "for x, y in data" not in result.stdout.str()
+
+
+def test_profiler_chatter_stays_out_and_the_summary_names_the_worst_violation(pytester):
+    write(pytester, "test_on", ITEMS, budget=2, n=3)
+    write(pytester, "test_ok", ITEMS, budget=5, n=3)
+    result = pytester.runpytest_subprocess("--perf-budget", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, passed=1)
+    out = result.stdout.str() + result.stderr.str()
+    assert "USDT" not in out and "profiler_st" not in out
+    result.stdout.fnmatch_lines(["test_ok.py .*", "test_on.py F*",
+                                 "FAILED test_on.py::test_items - Failed: perf budget exceeded: syncs 3 > 2*"])
+
+
+def test_the_guides_example_run_is_real():
+    """docs/pytest-perf.md shows a shortened real run of the bundled example: every line it shows comes out
+    of that run, in that order (times aside). To refresh it: `COLUMNS=120 pytest --perf-budget -p no:logging
+    examples/` and copy the lines."""
+    import subprocess
+
+    root = os.path.dirname(EXAMPLES)
+    text = open(os.path.join(root, "docs", "pytest-perf.md"), encoding="utf-8").read()
+    command, shown = re.search(r"```\n\$ (pytest --perf-budget [^\n]*)\n(.*?)\n```", text, re.S).groups()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GITHUB_"))}
+    run = subprocess.run([sys.executable, "-m", *command.split()], cwd=root, env={**env, "COLUMNS": "120"},
+                         capture_output=True, text=True, timeout=300)
+    timeless = lambda line: re.sub(r"=+ (.*) in \d+\.\d+s =+", r"\1 in Ns", line)  # noqa: E731
+    out = iter(map(timeless, run.stdout.splitlines()))
+    missing = [line for line in shown.splitlines() if line != "..." and timeless(line) not in out]
+    assert missing == [], run.stdout[-3000:]
+
+
+def test_marker_help_is_generated_from_the_budget_tables(pytester):
+    from perflint.measures.budgets import KEYS, OPTIONS, SCALING_KEYS
+
+    result = pytester.runpytest("--markers")
+    (line,) = [ln for ln in result.stdout.lines if ln.startswith("@pytest.mark.perf_budget(")]
+    for key in [*KEYS, *SCALING_KEYS, *OPTIONS]:
+        assert f"{key}=" in line
+    assert "max_syncs=N" in line and "max_peak_memory=SIZE" in line and "min_overlap=0..1" in line
+
+
+def test_the_marker_is_parsed_once_per_test(pytester, monkeypatch):
+    from pytest_perf import plugin
+
+    parsed = []
+    real = plugin.parse_budget
+    monkeypatch.setattr(plugin, "parse_budget", lambda values: parsed.append(values) or real(values))
+    write(pytester, "test_once", """
+        import pytest
+
+        pytestmark = pytest.mark.perf_budget(max_ops=100)
+
+        @pytest.mark.perf_budget(max_syncs=0)
+        def test_a():
+            pass
+
+        def test_b():
+            pass
+    """)
+    pytester.inline_run("--perf-budget").assertoutcome(passed=2)
+    assert parsed == [{"max_ops": 100, "max_syncs": 0}, {"max_ops": 100}]
+
+
+def test_verdicts_are_a_named_report_section_also_when_the_test_fails_itself(pytester):
+    write(pytester, "test_section", """
+        import pytest, torch
+
+        @pytest.mark.perf_budget(max_syncs=0, min_overlap=0.5)
+        def test_raises_and_syncs():
+            torch.ones(2).sum().item()
+            raise ValueError("the test's own failure")
+    """)
+    result = pytester.runpytest("--perf-budget")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*ValueError: the test's own failure",
+        "*- perf budget -*",
+        "perf budget exceeded: syncs 1 > 0",
+        "  syncs 1 > 0: test_section.py:5 `torch.ones(2).sum().item()` (1x, PFL101)",
+        "",
+        "metric *measured*budget*status",
+        "syncs *1*≤ 0*FAIL",
+        "queue_overlap*SKIP: needs a GPU",
+    ])

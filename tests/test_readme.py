@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from perflint.docs import expected_files
-from perflint.events import markdown_table
+from perflint.measures.events import markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 

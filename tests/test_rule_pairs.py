@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from perflint.budgets import KEYS, check, parse_budget
+from perflint.measures.budgets import KEYS, check, parse_budget
 from perflint.rule import all_rules
 from tests.expect import expected, lint_all
 from tests.pairs import EFFECTS, ISOLATED, code_of, measure_pair, measure_pair_isolated, pair_dirs

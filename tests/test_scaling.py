@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from perflint.budgets import BudgetError, parse_budget
+from perflint.measures.budgets import BudgetError, parse_budget
 from perflint.scaling import collective_seconds, fit, kind_of, predict, trace_collectives, transfer_times
 
 TRACES = "/work/shared/traces"

@@ -8,7 +8,7 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perflint.trace import intervals
+from perflint.measures import intervals
 from perflint.trace.hostindex import enclosing, top_level_ops
 from perflint.trace.model import HostOp, Trace
 from tests.conftest import SYNC_LOOP

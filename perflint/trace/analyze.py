@@ -1,6 +1,6 @@
 """Every figure of one rank's trace (`Figures`), and the budget metrics derived from them.
 
-Data flows one way: `Trace` -> `analyze` -> `Figures` -> `metrics` -> perflint.budgets.check.
+Data flows one way: `Trace` -> `analyze` -> `Figures` -> `metrics` -> perflint.measures.budgets.check.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from dataclasses import asdict, dataclass
 from operator import itemgetter
 from typing import Any, Optional, Union
 
-from perflint.budgets import KEYS
-from perflint.events import lookup
+from perflint.measures.budgets import KEYS
+from perflint.measures.events import COLLECTIVE_BACKENDS as _COLLECTIVE_ANNOTATIONS, lookup
+from perflint.measures.metrics import unavailable_in_trace
 from perflint.trace.hostindex import top_level_ops
 from perflint.trace.kernels import KernelFigures, kernel_figures
 from perflint.trace.load import gc_paused, load_trace
@@ -24,7 +25,6 @@ from perflint.trace.timeline import TimelineFigures, timeline_figures
 from perflint.trace.transfers import TransferFigures, transfer_figures
 
 METRICS = tuple(k.metric for k in KEYS.values())
-_COLLECTIVE_ANNOTATIONS = ("gloo:", "nccl:", "mpi:", "ucc:")
 _TS = itemgetter(1)  # HostOp, RuntimeCall and DeviceOp: the start time
 
 
@@ -99,7 +99,7 @@ def _is_collective_op(name: str) -> bool:
 
 
 def metrics_of(fig: Figures) -> dict[str, float | None]:
-    """The budget metrics (perflint.budgets KEYS) from figures; None where the trace cannot tell."""
+    """The budget metrics (perflint.measures.budgets KEYS) from figures; None where the trace cannot tell."""
     gpu = fig.has_device
     k, t = fig.kernels, fig.transfers
     values: dict[str, float | None] = dict.fromkeys(METRICS)
@@ -119,19 +119,8 @@ def metrics_of(fig: Figures) -> dict[str, float | None]:
 
 
 def unavailable(fig: Figures) -> dict[str, str]:
-    """Why a metric is None, for the "skip" verdicts."""
-    why = {"graph_breaks": "a profiler trace does not record torch.compile graph breaks",
-           "recompiles": "a profiler trace does not record torch.compile recompilations",
-           "peak_memory": "the trace has no GPU [memory] events (profile_memory=True)"}
-    if not fig.has_device:
-        for m in ("syncs", "kernels", "transfers", "transfer_bytes", "queue_overlap"):
-            why[m] = "the trace has no device events (CPU-only)"
-    why.setdefault("queue_overlap", "no launch call is correlated with device work")
-    why["comm_bytes"] = "collective kernels carry no message sizes in this trace"
-    if fig.has_device:
-        why["transfer_bytes"] = "the trace does not record the size of every copy"
-    why["comm_overlap"] = "no communication kernels"
-    return why
+    """Why a metric is None, for the "skip" verdicts (the reasons live with the metrics)."""
+    return unavailable_in_trace(fig.has_device)
 
 
 def metrics(trace: Trace | str | dict, steps: StepRange = None) -> dict[str, float | None]:

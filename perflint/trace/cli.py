@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from perflint.budgets import Budget, BudgetError, check, parse_budget
+from perflint.measures.budgets import Budget, BudgetError, check, parse_budget
 from perflint.trace.analyze import analyze, metrics_of, unavailable
 from perflint.trace.load import TraceError, is_trace_file, load_trace
 from perflint.trace.ranks import job_figures

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflint.trace import intervals
+from perflint.measures import intervals
 from perflint.trace.model import Trace
 from perflint.trace.names import CLASSES, COMMUNICATION, COMPUTE, collective_name
 from perflint.trace.work import Work, device_work

@@ -1,7 +1,7 @@
 """What an event *is*, by name: kernel classes, launch calls, blocking calls, copy directions.
 
 Names come from both CUDA and ROCm traces; the sync calls themselves are listed once, in
-`perflint.events.EVENTS` (source "gpu_runtime"), and looked up from there.
+`perflint.measures.events.EVENTS` (source "gpu_runtime"), and looked up from there.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import operator
 import re
 from typing import NamedTuple
 
-from perflint.events import SYNC, lookup
+from perflint.measures.events import SYNC, lookup
 from perflint.trace.model import DeviceOp, RuntimeCall, Trace
 
 COMPUTE, COMMUNICATION, MEMCPY, MEMSET = "compute", "communication", "memcpy", "memset"

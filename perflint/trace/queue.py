@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflint.trace import intervals
+from perflint.measures import intervals
 from perflint.trace.model import Trace
 from perflint.trace.work import device_work
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from perflint.budgets import KEYS, Verdict, format_value
+from perflint.measures.budgets import KEYS, Verdict
+from perflint.measures.metrics import format_value
 from perflint.trace.analyze import Figures
 from perflint.trace.ranks import JobFigures
 

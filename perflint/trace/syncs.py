@@ -2,7 +2,7 @@
 aten op (and Python line, when the trace has stacks) that caused it and to the perflint rule naming it.
 
 A sync is one of: a cuda*/hip*Synchronize call or a synchronous memcpy API (the `gpu_runtime` SYNC rows
-of perflint.events.EVENTS); an async device-to-host copy into pageable memory (the driver makes it
+of perflint.measures.events.EVENTS); an async device-to-host copy into pageable memory (the driver makes it
 blocking); a `cuda_sync` device record with no runtime call in the trace. A pageable copy and a
 Synchronize call under the same innermost aten op (what `.item()` does: cudaMemcpyAsync +
 cudaStreamSynchronize) are one sync, not two; `cuda_sync` records of a counted call add nothing.
@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from operator import itemgetter
 
-from perflint.events import lookup
+from perflint.measures.events import lookup
 from perflint.trace.hostindex import enclosing
 from perflint.trace.model import HostOp, RuntimeCall, Trace
 from perflint.trace.names import copy_kind, is_sync_call, sync_rule, user_frame

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflint.trace import intervals
+from perflint.measures import intervals
 from perflint.trace.hostindex import by_thread, enclosing
 from perflint.trace.model import Trace
 from perflint.trace.work import Work, device_work

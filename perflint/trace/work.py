@@ -11,7 +11,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from perflint.trace import intervals
+from perflint.measures import intervals
 from perflint.trace.model import DeviceOp, Trace
 from perflint.trace.names import CLASSES, class_of, launch_calls
 

@@ -1,16 +1,20 @@
 """The one vocabulary of performance budgets.
 
 The pytest marker (`@pytest.mark.perf_budget(max_syncs=0)`), `perflint trace --budget max_syncs=0`,
-budget files and every report use these keys and nothing else. A key names a metric (see
-`perflint.events` for how profiler events become metrics) and a bound: `max_*` keys fail when the
-measured value is above the limit, `min_*` keys when it is below. This module imports no torch.
+budget files and every report use these keys and nothing else. A key names a metric (`metrics`; see
+`events` for how profiler events become metrics) and a bound: `max_*` keys fail when the measured
+value is above the limit, `min_*` keys when it is below.
 """
 
 from __future__ import annotations
 
+import difflib
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from perflint.measures.metrics import METRICS, format_value
 
 
 class BudgetError(ValueError):
@@ -20,46 +24,54 @@ class BudgetError(ValueError):
 @dataclass(frozen=True)
 class BudgetKey:
     key: str
-    metric: str
+    metric: str  # a name of metrics.METRICS
     bound: str  # "max" or "min"
-    unit: str  # "count", "bytes" or "ratio"
     help: str
-    gpu_only: bool = False
+
+    @property
+    def unit(self) -> str:  # "count", "bytes" or "ratio"
+        return METRICS[self.metric].unit
+
+    @property
+    def gpu_only(self) -> bool:
+        return METRICS[self.metric].gpu_only
 
 
 KEYS: dict[str, BudgetKey] = {
     k.key: k
     for k in [
-        BudgetKey("max_syncs", "syncs", "max", "count",
+        BudgetKey("max_syncs", "syncs", "max",
                   "device-to-host synchronizations (or, on the CPU, the ops and calls that would force one)"),
-        BudgetKey("max_ops", "ops", "max", "count", "dispatched compute ops (top-level aten ops)"),
-        BudgetKey("max_kernels", "kernels", "max", "count",
+        BudgetKey("max_ops", "ops", "max", "dispatched compute ops (top-level aten ops)"),
+        BudgetKey("max_kernels", "kernels", "max",
                   "device kernels launched; on the CPU the count of dispatched compute ops"),
-        BudgetKey("max_transfers", "transfers", "max", "count", "host<->device copies"),
-        BudgetKey("max_transfer_bytes", "transfer_bytes", "max", "bytes", "bytes copied host<->device"),
-        BudgetKey("max_graph_breaks", "graph_breaks", "max", "count", "torch.compile graph breaks"),
-        BudgetKey("max_recompiles", "recompiles", "max", "count", "torch.compile recompilations"),
-        BudgetKey("max_peak_memory", "peak_memory", "max", "bytes", "peak bytes allocated during the region"),
-        BudgetKey("min_overlap", "queue_overlap", "min", "ratio",
-                  "share of GPU busy time during which the CPU had already queued the next work", gpu_only=True),
-        BudgetKey("max_collectives", "collectives", "max", "count",
+        BudgetKey("max_transfers", "transfers", "max", "host<->device copies"),
+        BudgetKey("max_transfer_bytes", "transfer_bytes", "max", "bytes copied host<->device"),
+        BudgetKey("max_graph_breaks", "graph_breaks", "max", "torch.compile graph breaks"),
+        BudgetKey("max_recompiles", "recompiles", "max", "torch.compile recompilations"),
+        BudgetKey("max_peak_memory", "peak_memory", "max", "peak bytes allocated during the region"),
+        BudgetKey("min_overlap", "queue_overlap", "min",
+                  "share of GPU busy time during which the CPU had already queued the next work"),
+        BudgetKey("max_collectives", "collectives", "max",
                   "collective communication calls (all_reduce, broadcast, ...), each counted once"),
-        BudgetKey("max_comm_bytes", "comm_bytes", "max", "bytes", "bytes sent by collectives"),
-        BudgetKey("min_comm_overlap", "comm_overlap", "min", "ratio",
-                  "share of communication time hidden behind computation"),
+        BudgetKey("max_comm_bytes", "comm_bytes", "max", "bytes sent by collectives"),
+        BudgetKey("min_comm_overlap", "comm_overlap", "min", "share of communication time hidden behind computation"),
     ]
 }
+# The metrics one measurement (a test, a trace) gives a value or a reason for: those KEYS name.
+BUDGET_METRICS = tuple(k.metric for k in KEYS.values())
 
 # Scaling efficiency: judged from a model or from runs at two world sizes, never from one trace, so
 # they are not metrics of `perflint trace` (its `metrics()` gives every key of KEYS). See perflint.scaling.
+PREDICTED_SCALING, MEASURED_SCALING = "min_predicted_efficiency", "min_scaling_efficiency"
 SCALING_KEYS: dict[str, BudgetKey] = {
     k.key: k
     for k in [
-        BudgetKey("min_predicted_efficiency", "predicted_efficiency", "min", "ratio",
+        BudgetKey(PREDICTED_SCALING, "predicted_efficiency", "min",
                   "throughput at world_size ranks over world_size x one rank, predicted by perflint.scaling "
                   "from this rank's FLOPs, collectives and overlap; a dict: {'min': 0.8, 'world_size': 8, "
                   "'link_gbps': 100, 'device_tflops': 50, 'latency_us': 5}"),
-        BudgetKey("min_scaling_efficiency", "scaling_efficiency", "min", "ratio",
+        BudgetKey(MEASURED_SCALING, "scaling_efficiency", "min",
                   "measured: one rank's wall time over the slowest rank's at world_size (weak scaling); "
                   "reruns the test on one rank, and is noisy on small machines"),
     ]
@@ -72,47 +84,52 @@ def spec(key: str) -> BudgetKey | None:
     return KEYS.get(key) or SCALING_KEYS.get(key)
 
 
-# Marker arguments that are not limits on one metric.
+# Marker arguments that are not limits on one metric: the value they take, and what they do.
 OPTIONS = {
-    "ops": "per-op caps, e.g. ops={'aten::cat': 1}",
-    "per_step": "True: every limit applies to each perf.step() iteration instead of the whole region",
-    "baseline": "True: also fail when a count grew past the recorded baseline",
-    "world_size": "run the test body on this many ranks with torch.distributed",
-    "timeout": "with world_size: seconds all ranks together may take before every rank is killed",
+    "ops": ("{op: N}", "per-op caps, e.g. ops={'aten::cat': 1}"),
+    "per_step": ("bool", "True: every limit applies to each perf.step() iteration instead of the whole region"),
+    "baseline": ("bool", "True: also fail when a count grew past the recorded baseline"),
+    "world_size": ("N", "run the test body on this many ranks with torch.distributed"),
+    "timeout": ("seconds", "with world_size: seconds all ranks together may take before every rank is killed"),
 }
+# The value a limit takes, by unit (and for the one limit that takes a model).
+VALUE_SHAPES = {"count": "N", "bytes": "SIZE", "ratio": "0..1",
+                PREDICTED_SCALING: "{min, world_size, link_gbps, device_tflops[, latency_us]}"}
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
           "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
+# What each unit accepts, for the error messages.
+VALID = {"count": "a whole number >= 0", "bytes": "a size such as 4096, '24 MB' or '1.5 GiB'",
+         "ratio": "a ratio between 0 and 1"}
+
+
+def _is_number(value: Any) -> bool:
+    """An int or a finite float: inf and nan are no budget (and `int(inf)` would raise OverflowError)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def parse_size(value: Any) -> int:
     """Bytes from an int or a string such as "24 MB" (decimal) or "1.5 GiB" (binary)."""
-    if isinstance(value, bool):
-        raise BudgetError(f"expected a size, got {value!r}")
-    if isinstance(value, (int, float)):
+    if _is_number(value) and value >= 0:
         return int(value)
-    m = _SIZE.match(str(value))
+    m = _SIZE.match(value) if isinstance(value, str) else None
     if not m or m.group(2).lower() not in _UNITS:
-        raise BudgetError(f"cannot read size {value!r} (use e.g. 4096, '24 MB' or '1.5 GiB')")
+        raise BudgetError(f"cannot read size {value!r} (use {VALID['bytes']})")
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-
-
-def format_value(unit: str, value: float | None) -> str:
-    if value is None:
-        return "-"
-    if unit == "ratio":
-        return f"{value:.1%}"
-    if unit == "bytes":
-        for name, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-            if value >= size:
-                return f"{value / size:.1f} {name}"
-        return f"{int(value)} B"
-    return f"{value:g}"
 
 
 def valid_keys_text() -> str:
     return ", ".join([*KEYS, *SCALING_KEYS, *OPTIONS])
+
+
+def unknown_key(key: str) -> BudgetError:
+    """The error for a key no table knows, with the closest valid key when one is close."""
+    close = difflib.get_close_matches(key, [*KEYS, *SCALING_KEYS, *OPTIONS], n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return BudgetError(f"unknown budget key {key!r}; valid keys: {valid_keys_text()}{hint}")
 
 
 @dataclass
@@ -131,17 +148,26 @@ class Budget:
         return bool(self.limits or self.op_limits or self.baseline)
 
 
-def _number(key: str, spec: BudgetKey, value: Any) -> float:
-    if spec.unit == "bytes":
-        return parse_size(value)
+def limit_value(key: str, value: Any) -> float:
+    """The one check of a limit's value, by its key's unit: the marker, budget files and
+    `perflint trace --budget` all come through here. Raises BudgetError saying what is valid."""
+    unit = spec(key).unit
+    if unit == "bytes":
+        try:
+            return parse_size(value)
+        except BudgetError as e:
+            raise BudgetError(f"{key}: {e}") from None
+    valid = VALID[unit]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BudgetError(f"{key} must be a number, got {value!r}")
+        raise BudgetError(f"{key} must be a number ({valid}), got {value!r}")
+    if not math.isfinite(value):
+        raise BudgetError(f"{key} must be a finite number ({valid}), got {value!r}")
     if value < 0:
-        raise BudgetError(f"{key} must not be negative, got {value!r}")
-    if spec.unit == "ratio" and value > 1:
-        raise BudgetError(f"{key} is a ratio between 0 and 1, got {value!r}")
-    if spec.unit == "count" and value != int(value):
-        raise BudgetError(f"{key} is a count, got {value!r}")
+        raise BudgetError(f"{key} must not be negative ({valid}), got {value!r}")
+    if unit == "ratio" and value > 1:
+        raise BudgetError(f"{key} is {valid}, got {value!r}")
+    if unit == "count" and value != int(value):
+        raise BudgetError(f"{key} is a count ({valid}), got {value!r}")
     return value
 
 
@@ -150,7 +176,7 @@ def parse_budget(values: Mapping[str, Any]) -> Budget:
     budget = Budget()
     for key, value in values.items():
         if key in KEYS:
-            budget.limits[key] = _number(key, KEYS[key], value)
+            budget.limits[key] = limit_value(key, value)
         elif key == "ops":
             if not isinstance(value, Mapping) or not value:
                 raise BudgetError("ops must be a non-empty dict such as {'aten::cat': 1}")
@@ -162,21 +188,21 @@ def parse_budget(values: Mapping[str, Any]) -> Budget:
             if not isinstance(value, bool):
                 raise BudgetError(f"{key} must be True or False, got {value!r}")
             setattr(budget, key, value)
-        elif key == "min_predicted_efficiency":
+        elif key == PREDICTED_SCALING:
             budget.scaling_model = _scaling_model(value)
-            budget.limits[key] = _number(key, SCALING_KEYS[key], value["min"])
-        elif key == "min_scaling_efficiency":
-            budget.limits[key] = _number(key, SCALING_KEYS[key], value)
+            budget.limits[key] = limit_value(key, value["min"])
+        elif key == MEASURED_SCALING:
+            budget.limits[key] = limit_value(key, value)
         elif key == "timeout":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise BudgetError(f"timeout must be a number of seconds > 0, got {value!r}")
+            if not _is_number(value) or value <= 0:
+                raise BudgetError(f"timeout must be a finite number of seconds > 0, got {value!r}")
             budget.timeout = float(value)
         elif key == "world_size":
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise BudgetError(f"world_size must be an int >= 1, got {value!r}")
             budget.world_size = value
         else:
-            raise BudgetError(f"unknown budget key {key!r}; valid keys: {valid_keys_text()}")
+            raise unknown_key(key)
     return budget
 
 
@@ -191,7 +217,7 @@ def _scaling_model(value: Any) -> dict[str, float]:
                 continue
             raise BudgetError(f"min_predicted_efficiency needs {name!r}, e.g. {example}")
         v = value[name]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 or (kind is int and v != int(v)):
+        if not _is_number(v) or v <= 0 or (kind is int and v != int(v)):
             raise BudgetError(f"min_predicted_efficiency[{name!r}] must be a positive {kind.__name__}, got {v!r}")
         model[name] = kind(v)
     unknown = set(value) - set(_MODEL_FIELDS) - {"min"}

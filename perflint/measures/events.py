@@ -4,7 +4,7 @@ Both halves of the product read it: the pytest plugin (CPU profiler events and P
 by a TorchFunctionMode) and `perflint trace` (Kineto GPU traces). A GPU-only measure has a CPU
 counterpart here: on a CPU-only machine `aten::_local_scalar_dense` is the op that, on a GPU, copies a
 scalar back and blocks on `cudaStreamSynchronize`. The README's "Event mapping" table is generated from
-`EVENTS`, so the documentation cannot drift from the code. This module imports no torch.
+`EVENTS`, so the documentation cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ class EventMapping:
 
 SYNC = "syncs"
 TRANSFER = "transfers"
+COLLECTIVES = "collectives"
+# A collective backend's own events: `gloo:all_reduce` on its worker thread, `nccl:...` annotations. The
+# same collective as its `c10d::` op on the calling thread, so counted only where no c10d op was seen.
+COLLECTIVE_BACKENDS = ("gloo:", "nccl:", "mpi:", "ucc:")
 
 EVENTS: tuple[EventMapping, ...] = (
     # CPU profiler: aten ops that force a device-to-host sync when their input lives on a GPU.
@@ -38,7 +42,7 @@ EVENTS: tuple[EventMapping, ...] = (
     EventMapping("aten::unique_consecutive", "cpu_op", SYNC, "PFL107", "data-dependent output size"),
     EventMapping("aten::repeat_interleave", "cpu_op", SYNC, "PFL107",
                  "with tensor repeats and no output_size the host must read the total"),
-    EventMapping("c10d::*", "cpu_op", "collectives", None,
+    EventMapping("c10d::*", "cpu_op", COLLECTIVES, None,
                  "a collective call on the calling thread; its gloo:/nccl: worker event is not counted again"),
     # Python-level calls that the CPU profiler cannot see (no aten op, or a no-op on a CPU tensor).
     EventMapping("Tensor.tolist", "python", SYNC, "PFL102", "copies the whole tensor to the host"),
