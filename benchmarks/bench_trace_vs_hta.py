@@ -69,7 +69,7 @@ def run(tool: str, target: str, traced: bool = False) -> dict:
 
 def _parser_name() -> str:
     """The reader perflint uses: msgspec's typed decoder, else orjson, else json; and the gzip inflater."""
-    from perflint.trace import jsontext, load, typed
+    from perflint.trace import json_reader as jsontext, load, msgspec_reader as typed
 
     inflater = "isal" if load._isal is not None else "zlib"
     if typed._DECODER is not None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import perflint.trace.jsontext as jsontext
+import perflint.trace.json_reader as jsontext
 import perflint.trace.load as load_module
-import perflint.trace.typed as typed
+import perflint.trace.msgspec_reader as typed
 from perflint.trace import TraceError, analyze, load_trace, metrics
 from perflint.trace.cli import main
 from perflint.trace.steps import find_steps, parse_range

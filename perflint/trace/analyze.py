@@ -17,7 +17,7 @@ from perflint.trace.kernels import KernelFigures, kernel_figures
 from perflint.trace.load import gc_paused, load_trace
 from perflint.trace.model import Trace
 from perflint.trace.names import COMPUTE, host_names
-from perflint.trace.queue import QueueFigures, queue_figures
+from perflint.trace.launch_queue import QueueFigures, queue_figures
 from perflint.trace.steps import Step, find_steps, parse_range, select
 from perflint.trace.syncs import SyncEvent, sync_figures
 from perflint.trace.timeline import TimelineFigures, timeline_figures

@@ -10,7 +10,7 @@ import numpy as np
 from perflint.trace import intervals
 from perflint.trace.model import Trace
 from perflint.trace.names import CLASSES, COMMUNICATION, COMPUTE, collective_name
-from perflint.trace.work import Work, device_work
+from perflint.trace.device_columns import Work, device_work
 
 _DTYPE_BYTES = {"float": 4, "float32": 4, "int": 4, "int32": 4, "half": 2, "float16": 2, "bfloat16": 2,
                 "double": 8, "float64": 8, "long": 8, "int64": 8, "byte": 1, "char": 1, "uint8": 1, "int8": 1,
