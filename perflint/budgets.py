@@ -47,6 +47,20 @@ KEYS: dict[str, BudgetKey] = {
         BudgetKey("max_comm_bytes", "comm_bytes", "max", "bytes", "bytes sent by collectives"),
         BudgetKey("min_comm_overlap", "comm_overlap", "min", "ratio",
                   "share of communication time hidden behind computation"),
+        # What bounds the step: shares of wall time (perflint.trace.bounds); they add up to 1 with "other".
+        BudgetKey("max_overhead_share", "overhead_share", "max", "ratio",
+                  "share of step time the GPU idles while the host runs Python or launches work "
+                  "(on a CPU: time in no op)"),
+        BudgetKey("max_input_share", "input_share", "max", "ratio",
+                  "share of step time spent on data loading and host-to-device input copies"),
+        BudgetKey("max_memory_bound_share", "memory_bound_share", "max", "ratio",
+                  "share of step time in memory-bandwidth-bound kernels", gpu_only=True),
+        BudgetKey("min_compute_bound_share", "compute_bound_share", "min", "ratio",
+                  "share of step time in compute-bound kernels", gpu_only=True),
+        BudgetKey("max_exposed_comm_share", "exposed_comm_share", "max", "ratio",
+                  "share of step time in communication that no computation hides"),
+        BudgetKey("max_sync_share", "sync_share", "max", "ratio",
+                  "share of step time lost to host syncs (the GPU drains, then waits for the host)", gpu_only=True),
     ]
 }
 

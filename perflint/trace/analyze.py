@@ -12,12 +12,14 @@ from typing import Any, Optional, Union
 
 from perflint.budgets import KEYS
 from perflint.events import lookup
+from perflint.trace.bounds import METRIC as SHARE_METRICS, BoundFigures, bound_figures
 from perflint.trace.hostindex import top_level_ops
 from perflint.trace.kernels import KernelFigures, kernel_figures
 from perflint.trace.load import gc_paused, load_trace
 from perflint.trace.model import Trace
 from perflint.trace.names import COMPUTE, host_names
 from perflint.trace.launch_queue import QueueFigures, queue_figures
+from perflint.trace.roofline import RooflineFigures, roofline_figures
 from perflint.trace.steps import Step, find_steps, parse_range, select
 from perflint.trace.syncs import SyncEvent, sync_figures
 from perflint.trace.timeline import TimelineFigures, timeline_figures
@@ -26,6 +28,7 @@ from perflint.trace.transfers import TransferFigures, transfer_figures
 METRICS = tuple(k.metric for k in KEYS.values())
 _COLLECTIVE_ANNOTATIONS = ("gloo:", "nccl:", "mpi:", "ucc:")
 _TS = itemgetter(1)  # HostOp, RuntimeCall and DeviceOp: the start time
+_GPU_SHARES = ("memory", "compute", "sync")  # shares a CPU-only trace cannot tell
 
 
 @dataclass
@@ -46,6 +49,9 @@ class Figures:
     timeline: TimelineFigures
     queue: QueueFigures
     host_collectives: int  # gloo:/nccl: collective annotations on the host
+    bounds: BoundFigures  # what bounds the whole file and each step
+    roofline: RooflineFigures
+    problems: dict[str, int]  # malformed events: what was wrong -> how many (dropped or repaired)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,13 +76,15 @@ def _analyze(trace: Trace, steps: StepRange) -> Figures:
              default=0.0)
     kernels = kernel_figures(trace)
     compute_us = next(c.busy_us for c in kernels.classes if c.name == COMPUTE)
+    steps, queue = find_steps(trace), queue_figures(trace)
     return Figures(
         path=trace.path, rank=trace.rank, world_size=trace.world_size, device_name=trace.device_name,
-        schema=trace.schema, has_device=trace.has_device, steps=find_steps(trace), selection=selection,
+        schema=trace.schema, has_device=trace.has_device, steps=steps, selection=selection,
         ops=top_level_ops(trace), peak_memory=trace.peak_memory,
         kernels=kernels, syncs=sync_figures(trace, t0), transfers=transfer_figures(trace),
-        timeline=timeline_figures(trace, t0, compute_us), queue=queue_figures(trace),
-        host_collectives=_host_collectives(trace),
+        timeline=timeline_figures(trace, t0, compute_us), queue=queue,
+        host_collectives=_host_collectives(trace), bounds=bound_figures(trace, steps, t0, queue.queue_overlap),
+        roofline=roofline_figures(trace), problems=dict(trace.problems),
     )
 
 
@@ -115,6 +123,10 @@ def metrics_of(fig: Figures) -> dict[str, float | None]:
         comm_bytes=k.comm_bytes,
         comm_overlap=k.comm_overlap,
     )
+    whole = fig.bounds.whole
+    if whole.dur_us > 0:
+        values.update({metric: whole.shares[regime] for regime, metric in SHARE_METRICS.items()
+                       if gpu or regime not in _GPU_SHARES})
     return {m: values[m] for m in METRICS}
 
 
@@ -131,6 +143,10 @@ def unavailable(fig: Figures) -> dict[str, str]:
     if fig.has_device:
         why["transfer_bytes"] = "the trace does not record the size of every copy"
     why["comm_overlap"] = "no communication kernels"
+    for regime in _GPU_SHARES:
+        why.setdefault(SHARE_METRICS[regime], "the trace has no device events (CPU-only)")
+    for metric in SHARE_METRICS.values():
+        why.setdefault(metric, "the trace has no events")
     return why
 
 

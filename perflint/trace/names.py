@@ -12,7 +12,7 @@ import re
 from typing import NamedTuple
 
 from perflint.events import SYNC, lookup
-from perflint.trace.model import DeviceOp, RuntimeCall, Trace
+from perflint.trace.model import DeviceOp, HostOp, RuntimeCall, Trace
 
 COMPUTE, COMMUNICATION, MEMCPY, MEMSET = "compute", "communication", "memcpy", "memset"
 CLASSES = (COMPUTE, COMMUNICATION, MEMCPY, MEMSET)
@@ -147,4 +147,19 @@ def user_frame(frames: list[str]) -> str | None:
         m = _FRAME.match(frame)
         if m and not any(lib in m.group(1) for lib in _LIBRARY):
             return f"{m.group(1)}:{m.group(2)}"
+    return None
+
+
+def source_line(chain: list[HostOp]) -> str | None:
+    """"file.py:line" of the user code around an event, from the host events enclosing it (outermost
+    first): its Python frames (with_stack=True), else the legacy "Call stack" of the innermost op that has one."""
+    frames = [h.name for h in reversed(chain) if h.kind == "python"]
+    found = user_frame(frames) if frames else None
+    if found:
+        return found
+    for h in reversed(chain):
+        if h.stack:
+            found = user_frame(h.stack.split(";"))
+            if found:
+                return found
     return None

@@ -24,6 +24,7 @@ the result says so (`assumed_dtype`).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import NamedTuple
@@ -58,6 +59,7 @@ _NORM = {"batch_norm", "native_batch_norm", "cudnn_batch_norm", "miopen_batch_no
          "instance_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training"}
 _SOFTMAX = {"softmax", "_softmax", "log_softmax", "_log_softmax", "_softmax_backward_data",
             "_log_softmax_backward_data"}
+_GEMM = {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addbmm"}
 _CONV = {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "cudnn_convolution", "miopen_convolution",
          "mkldnn_convolution", "_mkldnn_convolution", "cudnn_convolution_relu", "cudnn_convolution_add_relu"}
 # Where stride, padding and dilation sit among an op's arguments (for `Concrete Inputs`).
@@ -88,51 +90,68 @@ def _is_tensor(dims: list, types: list | None, k: int) -> bool:
     return bool(dims[k]) if k < len(dims) and isinstance(dims[k], list) else False
 
 
+def category_of(op_name: str) -> str | None:
+    """The roofline category of an op by its name, None when no formula applies."""
+    name = base_name(op_name)
+    if name in _GEMM:
+        return GEMM
+    if name in _CONV:
+        return CONV
+    if _ATTENTION.match(name) or (name.endswith("_backward") and _ATTENTION.match(_BACKWARD.sub("", name))):
+        return ATTENTION
+    if name in _UNARY or name in _BINARY:
+        return ELEMENTWISE
+    if name in _REDUCE:
+        return REDUCTION
+    if name in _NORM or name in _SOFTMAX:
+        return NORM
+    return None
+
+
 def op_cost(op: HostOp, consumer_dims: list | None = None) -> OpCost | None:
     """The FLOPs and bytes of an op, None when its kind or its shapes are not known. `consumer_dims`: the
     first input shape of the op that consumes a convolution's output (see the module docstring)."""
     inputs = op.inputs
-    if inputs is None or not inputs.dims:
+    category = _category(op.name)
+    if category is None or inputs is None or not inputs.dims:
         return None
-    dims, types = inputs.dims, inputs.types
     try:
-        return _cost(base_name(op.name), dims, types, inputs.concrete, inputs.flops, consumer_dims)
+        return _cost(category, base_name(op.name), inputs.dims, inputs.types, inputs.concrete, inputs.flops,
+                     consumer_dims)
     except (TypeError, ValueError, IndexError, ZeroDivisionError):  # shapes that do not fit the op's schema
         return None
 
 
-def _cost(name, dims, types, concrete, recorded_flops, consumer_dims) -> OpCost | None:
+_category = functools.lru_cache(maxsize=4096)(category_of)
+
+
+def _cost(category, name, dims, types, concrete, recorded_flops, consumer_dims) -> OpCost | None:
     size, prec, assumed = _element(types)
-    if name in ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addbmm"):
-        category = GEMM
+    if category == GEMM:
         flops, elems = _gemm(name, dims)
-    elif name in _CONV:
-        category = CONV
+    elif category == CONV:
         flops, elems = _conv(name, dims, concrete, consumer_dims)
-    elif _ATTENTION.match(name) or (name.endswith("_backward") and _ATTENTION.match(_BACKWARD.sub("", name))):
-        category = ATTENTION
+    elif category == ATTENTION:
         flops, elems = _attention(name, dims, concrete)
     else:
-        tensors = [k for k in range(len(dims)) if _is_tensor(dims, types, k)]
-        if not tensors:
+        shapes = [dims[k] for k in range(len(dims)) if _is_tensor(dims, types, k)]
+        if not shapes:
             return None
-        shapes = [dims[k] for k in tensors]
         read = sum(_numel(s) for s in shapes)
-        if name in _UNARY or name in _BINARY:
-            category, out = ELEMENTWISE, _numel(_broadcast(shapes))
+        if category == ELEMENTWISE:
+            out = _numel(_broadcast(shapes))
             flops, elems = out, read + out
-        elif name in _REDUCE:
-            category, flops, elems = REDUCTION, _numel(shapes[0]), _numel(shapes[0])
-        elif name in _NORM or name in _SOFTMAX:
-            category = NORM
+        elif category == REDUCTION:
+            flops, elems = _numel(shapes[0]), _numel(shapes[0])
+        else:
             n = _numel(shapes[0])
             flops, elems = (3 if name in _SOFTMAX else 5) * n, read + n
-        else:
-            return None
     if flops is None:
         return None
     if recorded_flops:
         flops = recorded_flops
+    if prec is None and category not in (GEMM, CONV, ATTENTION):  # integer work runs on the vector units
+        prec = "fp32"
     return OpCost(category, float(flops), float(elems * size), prec, assumed)
 
 

@@ -21,7 +21,7 @@ from operator import itemgetter
 from perflint.events import lookup
 from perflint.trace.hostindex import enclosing
 from perflint.trace.model import HostOp, RuntimeCall, Trace
-from perflint.trace.names import copy_kind, is_sync_call, sync_rule, user_frame
+from perflint.trace.names import copy_kind, is_sync_call, source_line, sync_rule
 
 _PAGEABLE_COPY_RULE = lookup("Memcpy DtoH", "gpu_memcpy")
 
@@ -63,7 +63,7 @@ def sync_figures(trace: Trace, t0: float) -> list[SyncEvent]:
         default = _PAGEABLE_COPY_RULE.rule if copy and _PAGEABLE_COPY_RULE else sync_rule(call.name)
         rule = _rule(ops) or _copy_rule(copies.get(call.tid, []), inner, call.ts) or default
         events.append(SyncEvent(label, call.ts - t0, call.dur, inner.name if inner else None,
-                                ops[0].name if ops else None, _source(chain), rule))
+                                ops[0].name if ops else None, source_line(chain), rule))
     waits = [d for d in trace.device if d.kind == "sync"]
     counted = {c.correlation for c, _, _ in calls}
     runtime_ids = {c.correlation for c in trace.runtime} if waits else set()
@@ -110,17 +110,4 @@ def _rule(ops: list[HostOp]) -> str | None:
         m = lookup(op.name, "cpu_op")
         if m is not None and m.rule:
             return m.rule
-    return None
-
-
-def _source(chain: list[HostOp]) -> str | None:
-    frames = [h.name for h in reversed(chain) if h.kind == "python"]
-    found = user_frame(frames) if frames else None
-    if found:
-        return found
-    for h in reversed(chain):
-        if h.stack:
-            found = user_frame(h.stack.split(";"))
-            if found:
-                return found
     return None
