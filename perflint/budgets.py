@@ -8,6 +8,7 @@ measured value is above the limit, `min_*` keys when it is below. This module im
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -112,11 +113,20 @@ def parse_size(value: Any) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
-def format_value(unit: str, value: float | None) -> str:
+def size_unit(value: Any) -> str | None:
+    """The unit a size was written in ("MB" of "100MB"), to report sizes back in it; None for a number."""
+    m = _SIZE.match(value) if isinstance(value, str) else None
+    return m.group(2) if m and m.group(2).lower() in _UNITS and m.group(2) else None
+
+
+def format_value(unit: str, value: float | None, size_unit: str | None = None) -> str:
+    """A measured value or limit for reports; sizes in `size_unit` when given (the unit the user wrote)."""
     if value is None:
         return "-"
     if unit == "ratio":
         return f"{value:.1%}"
+    if unit == "bytes" and size_unit:
+        return f"{value / _UNITS[size_unit.lower()]:.4g} {size_unit}"
     if unit == "bytes":
         for name, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
             if value >= size:
@@ -146,6 +156,8 @@ class Budget:
 
 
 def _number(key: str, spec: BudgetKey, value: Any) -> float:
+    if isinstance(value, float) and not math.isfinite(value):  # inf overflows int(), nan passes every check
+        raise BudgetError(f"{key} must be a finite number, got {value!r}")
     if spec.unit == "bytes":
         return parse_size(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -226,13 +238,13 @@ class Verdict:
     status: str
     reason: str = ""
 
-    def describe(self) -> str:
+    def describe(self, size_unit: str | None = None) -> str:
         unit = spec(self.key).unit if spec(self.key) else "count"
         sign = ">" if self.key.startswith("max") or self.key.startswith("ops") else "<"
         if self.status == "skip":
             return f"{self.metric}: skipped ({self.reason})"
-        return (f"{self.metric} {format_value(unit, self.measured)} {sign if self.status == 'fail' else 'within'} "
-                f"{format_value(unit, self.limit)}")
+        return (f"{self.metric} {format_value(unit, self.measured, size_unit)} "
+                f"{sign if self.status == 'fail' else 'within'} {format_value(unit, self.limit, size_unit)}")
 
 
 def check(budget: Budget, metrics: Mapping[str, float | None], op_counts: Mapping[str, int] | None = None,

@@ -52,22 +52,31 @@ class Figures:
     bounds: BoundFigures  # what bounds the whole file and each step
     roofline: RooflineFigures
     problems: dict[str, int]  # malformed events: what was wrong -> how many (dropped or repaired)
+    op_table: list[OpTime]  # host ops by name, most host time first (for --compare)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+@dataclass
+class OpTime:
+    name: str
+    count: int
+    host_us: float  # summed durations on the host (nested ops count in their parents too)
+
+
 StepRange = Union[tuple[Optional[int], Optional[int]], str, None]  # (A, B) or "A:B", inclusive
 
 
-def analyze(trace: Trace, steps: StepRange = None) -> Figures:
+def analyze(trace: Trace, steps: StepRange = None, label: str | None = None) -> Figures:
     """All figures for the whole trace, or for a ProfilerStep range ("A:B" or (A, B), inclusive)."""
     with gc_paused():
-        return _analyze(trace, steps)
+        return _analyze(trace, steps, label)
 
 
-def _analyze(trace: Trace, steps: StepRange) -> Figures:
-    selection = "whole file"
+def _analyze(trace: Trace, steps: StepRange, label: str | None) -> Figures:
+    """`label`: what the trace is (e.g. "steps 6:7" when the caller selected it already)."""
+    selection = label or "whole file"
     if steps is not None:
         first, last = parse_range(steps) if isinstance(steps, str) else steps
         trace = select(trace, first, last)
@@ -83,9 +92,23 @@ def _analyze(trace: Trace, steps: StepRange) -> Figures:
         ops=top_level_ops(trace), peak_memory=trace.peak_memory,
         kernels=kernels, syncs=sync_figures(trace, t0), transfers=transfer_figures(trace),
         timeline=timeline_figures(trace, t0, compute_us), queue=queue,
-        host_collectives=_host_collectives(trace), bounds=bound_figures(trace, steps, t0, queue.queue_overlap),
-        roofline=roofline_figures(trace), problems=dict(trace.problems),
+        host_collectives=_host_collectives(trace), bounds=bound_figures(trace, steps, t0, queue.queue_overlap, selection),
+        roofline=roofline_figures(trace), problems=dict(trace.problems), op_table=_op_table(trace),
     )
+
+
+def _op_table(trace: Trace, top: int = 100) -> list[OpTime]:
+    acc: dict[str, list] = {}
+    for h in trace.host_ops:
+        if h.kind == "op":
+            a = acc.get(h.name)
+            if a is None:
+                acc[h.name] = [1, h.dur]
+            else:
+                a[0] += 1
+                a[1] += h.dur
+    ranked = sorted(acc.items(), key=lambda kv: -kv[1][1])[:top]
+    return [OpTime(name, count, float(us)) for name, (count, us) in ranked]
 
 
 def _host_collectives(trace: Trace) -> int:

@@ -102,12 +102,13 @@ class BoundFigures:
     steps: list[Bound]
 
 
-def bound_figures(trace: Trace, steps: list[Step], t0: float, queue_overlap: float | None) -> BoundFigures:
+def bound_figures(trace: Trace, steps: list[Step], t0: float, queue_overlap: float | None,
+                  label: str = "whole file") -> BoundFigures:
     events = [g for g in (trace.host_ops, trace.runtime, trace.device) if g]
     lo = min((min(e.ts for e in g) for g in events), default=0.0)
     hi = max((max(e.ts + e.dur for e in g) for g in events), default=0.0)
     context = _Context(trace, queue_overlap)
-    whole = context.bound("whole file", lo, hi, t0)
+    whole = context.bound(label, lo, hi, t0)
     return BoundFigures(whole, [context.bound(f"step {s.number}", s.start, s.end, t0) for s in steps])
 
 

@@ -13,7 +13,9 @@ Conventions (those of TraceLens's perf models, except where marked *):
   4*B*H*Lq*Lkv*E forward (halved when causal), *backward 2.5x forward (FlashAttention's benchmark
   convention; TraceLens counts the recomputation explicitly); bytes = q + k + v + output (backward: also
   dout and the three gradients).
-- elementwise: 1 FLOP per output element (the broadcast of the tensor inputs); bytes = inputs + output.
+- elementwise: 1 FLOP per output element (the broadcast of the tensor inputs); bytes = inputs + output
+  (the inputs an op reads: one for unary ops, two for binary, three for where/addcmul/addcdiv/lerp, so that
+  an `out=` argument is not counted as read; none for fill_ and zero_).
 - reductions: 1 FLOP per input element; bytes = input (*the output, usually small, is not counted: its
   shape depends on `dim`, which older traces do not record).
 - normalisations (batch/layer/group/rms norm): *5 FLOPs per element (TraceLens: 2, or 5 when training,
@@ -52,6 +54,8 @@ _BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "where", "threshold
            "tanh_backward", "gelu_backward", "silu_backward", "eq", "ne", "lt", "le", "gt", "ge", "addcmul",
            "addcdiv", "lerp", "masked_fill", "rsub", "remainder", "fmod", "logical_and", "logical_or",
            "bitwise_and", "bitwise_or", "hardtanh_backward", "leaky_relu_backward", "elu_backward"}
+_TERNARY = {"where", "addcmul", "addcdiv", "lerp"}
+_WRITE_ONLY = {"fill", "zero"}
 _REDUCE = {"sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "linalg_vector_norm", "var", "std",
            "var_mean", "std_mean", "argmax", "argmin", "logsumexp", "any", "all", "cumsum"}
 _NORM = {"batch_norm", "native_batch_norm", "cudnn_batch_norm", "miopen_batch_norm", "_batch_norm_impl_index",
@@ -138,8 +142,10 @@ def _cost(category, name, dims, types, concrete, recorded_flops, consumer_dims) 
         if not shapes:
             return None
         read = sum(_numel(s) for s in shapes)
-        if category == ELEMENTWISE:
-            out = _numel(_broadcast(shapes))
+        if category == ELEMENTWISE:  # the first `arity` tensors are read; a further one is an `out=` tensor
+            arity = 3 if name in _TERNARY else 1 if name in _UNARY else 2
+            out = _numel(_broadcast(shapes[:arity]))
+            read = 0 if name in _WRITE_ONLY else sum(_numel(s) for s in shapes[:arity])
             flops, elems = out, read + out
         elif category == REDUCTION:
             flops, elems = _numel(shapes[0]), _numel(shapes[0])
