@@ -19,7 +19,6 @@ op host overhead (Python), and time in ops "other" (CPU compute, whose bound the
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,8 +28,8 @@ from perflint.trace.device_columns import Work, device_work
 from perflint.trace.hostindex import enclosing
 from perflint.trace.intervals import Spans
 from perflint.trace.model import Trace
-from perflint.trace.names import (CLASSES, COLLECTIVE_OPS, COMMUNICATION, COMPUTE, MEMCPY, copy_kind, host_names,
-                                  is_sync_call, kernel_kind, launch_calls, source_line)
+from perflint.trace.names import (CLASSES, COLLECTIVE_OPS, COMMUNICATION, COMPUTE, LOADER, MEMCPY, copy_kind,
+                                  host_names, is_sync_call, kernel_kind, launch_calls, source_line)
 from perflint.trace.roofline import kernel_costs
 from perflint.trace.steps import Step
 from perflint.trace.timeline import KERNEL_WAIT_US
@@ -76,7 +75,6 @@ RULES = {
 # The budget metric of each regime's share (perflint.budgets KEYS).
 METRIC = {OVERHEAD: "overhead_share", INPUT: "input_share", MEMORY: "memory_bound_share",
           COMPUTE_BOUND: "compute_bound_share", COMM: "exposed_comm_share", SYNC: "sync_share"}
-LOADER = re.compile(r"DataLoader|dataloader|_next_data|collate|pin_memory", re.IGNORECASE)
 _COMPUTE_KINDS = {"gemm", "convolution", "attention"}
 _SYNC_SLACK_US = 2.0  # a sync call may return this long before the device timeline shows the GPU idle
 _SOURCES = 3

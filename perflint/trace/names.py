@@ -33,6 +33,8 @@ _KIND_IN_NAME = [(re.compile(p, re.IGNORECASE), kind) for p, kind in [
 COLLECTIVE_OPS = re.compile(r"^(?:c10d::|c10d_functional::|_c10d_functional::|symm_mem::|record_param_comms$|"
                             r"nccl:|rccl:|gloo:|_C_custom_ar::|vllm::all_reduce|trtllm::allreduce|"
                             r"sgl_kernel::all_reduce)")
+# Host events of the input pipeline: DataLoader iteration, worker fetches, collate, pinning.
+LOADER = re.compile(r"DataLoader|dataloader|_next_data|collate|pin_memory", re.IGNORECASE)
 # What a compute kernel does, from its name (first match wins): the roofline's kernel classes.
 KERNEL_KINDS = ("gemm", "convolution", "attention", "normalization", "reduction", "elementwise", "embedding",
                 "copy", "other")
