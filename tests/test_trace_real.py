@@ -269,8 +269,8 @@ def test_legacy_trace_syncs_have_python_source_lines(whole):
     assert {s.source for s in copies} == {"resnet50_profiler_api.py:44"}
     # The blocking host-to-device copy of the batch the DataLoader just produced (line 42 iterates the
     # loader, line 44 moves the batch): the loader-copy rules, not PFL201 (a tensor created, then moved).
-    # The 2021 schema does not say whether the host memory was pageable, so non_blocking (PFL203).
-    assert {s.rule for s in copies} == {"PFL203"}
+    # The copies are "Memcpy HtoD (Pageable -> Device)": pin the loader's memory first (PFL503).
+    assert {s.rule for s in copies} == {"PFL503"}
 
 
 def test_hip_names_are_recognised(whole):
