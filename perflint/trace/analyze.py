@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass
 from operator import itemgetter
 from typing import Any, Optional, Union
 
+import numpy as np
+
 from perflint.budgets import KEYS
 from perflint.events import lookup
 from perflint.trace.bounds import METRIC as SHARE_METRICS, BoundFigures, bound_figures
@@ -98,17 +100,13 @@ def _analyze(trace: Trace, steps: StepRange, label: str | None) -> Figures:
 
 
 def _op_table(trace: Trace, top: int = 100) -> list[OpTime]:
-    acc: dict[str, list] = {}
-    for h in trace.host_ops:
-        if h.kind == "op":
-            a = acc.get(h.name)
-            if a is None:
-                acc[h.name] = [1, h.dur]
-            else:
-                a[0] += 1
-                a[1] += h.dur
-    ranked = sorted(acc.items(), key=lambda kv: -kv[1][1])[:top]
-    return [OpTime(name, count, float(us)) for name, (count, us) in ranked]
+    ops = [h for h in trace.host_ops if h.kind == "op"]
+    index: dict[str, int] = {}
+    ids = np.fromiter((index.setdefault(h.name, len(index)) for h in ops), np.int64, len(ops))
+    counts = np.bincount(ids, minlength=len(index))
+    times = np.bincount(ids, weights=np.fromiter((h.dur for h in ops), float, len(ops)), minlength=len(index))
+    names = list(index)
+    return [OpTime(names[k], int(counts[k]), float(times[k])) for k in np.argsort(-times, kind="stable")[:top]]
 
 
 def _host_collectives(trace: Trace) -> int:

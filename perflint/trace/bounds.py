@@ -20,12 +20,13 @@ op host overhead (Python), and time in ops "other" (CPU compute, whose bound the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import numpy as np
 
 from perflint.trace import intervals
 from perflint.trace.device_columns import Work, device_work
-from perflint.trace.hostindex import enclosing
+from perflint.trace.hostindex import by_thread, enclosing, has_stacks
 from perflint.trace.intervals import Spans
 from perflint.trace.model import Trace
 from perflint.trace.names import (CLASSES, COLLECTIVE_OPS, COMMUNICATION, COMPUTE, LOADER, MEMCPY, copy_kind,
@@ -78,6 +79,8 @@ METRIC = {OVERHEAD: "overhead_share", INPUT: "input_share", MEMORY: "memory_boun
 _COMPUTE_KINDS = {"gemm", "convolution", "attention"}
 _SYNC_SLACK_US = 2.0  # a sync call may return this long before the device timeline shows the GPU idle
 _SOURCES = 3
+_NAME, _TS, _TS_DUR = itemgetter(0), itemgetter(1), itemgetter(1, 2)
+_SOURCE_ROWS = 50  # device rows, gaps or sync calls whose source lines are looked up per window
 
 
 @dataclass
@@ -102,10 +105,8 @@ class BoundFigures:
 
 def bound_figures(trace: Trace, steps: list[Step], t0: float, queue_overlap: float | None,
                   label: str = "whole file") -> BoundFigures:
-    events = [g for g in (trace.host_ops, trace.runtime, trace.device) if g]
-    lo = min((min(e.ts for e in g) for g in events), default=0.0)
-    hi = max((max(e.ts + e.dur for e in g) for g in events), default=0.0)
     context = _Context(trace, queue_overlap)
+    lo, hi = context.span()
     whole = context.bound(label, lo, hi, t0)
     return BoundFigures(whole, [context.bound(f"step {s.number}", s.start, s.end, t0) for s in steps])
 
@@ -117,18 +118,31 @@ class _Context:
         self.trace, self.queue_overlap = trace, queue_overlap
         names = host_names(trace)
         loader = {n for n in names if LOADER.search(n)}
-        copy_calls = _input_copy_calls(trace)
-        self.input_host = intervals.union(
-            [h.ts for h in trace.host_ops if h.name in loader] + [c.ts for c in copy_calls],
-            [h.ts + h.dur for h in trace.host_ops if h.name in loader] + [c.ts + c.dur for c in copy_calls])
         collective = {n for n in names if COLLECTIVE_OPS.match(n)}
-        self.collective_host = intervals.union([h.ts for h in trace.host_ops if h.name in collective],
-                                               [h.ts + h.dur for h in trace.host_ops if h.name in collective])
-        syncs = [c for c in trace.runtime if is_sync_call(c.name)]
+        loading = [h for h in trace.host_ops if h.name in loader] if loader else []
+        copy_calls = _input_copy_calls(trace)
+        self.input_host = intervals.union([h.ts for h in loading] + [c.ts for c in copy_calls],
+                                          [h.ts + h.dur for h in loading] + [c.ts + c.dur for c in copy_calls])
+        calling = [h for h in trace.host_ops if h.name in collective] if collective else []
+        self.collective_host = intervals.union([h.ts for h in calling], [h.ts + h.dur for h in calling])
+        sync_names = {n for n in set(map(_NAME, trace.runtime)) if is_sync_call(n)}
+        syncs = [c for c in trace.runtime if c.name in sync_names]
         self.sync_ends = np.sort(np.fromiter((c.ts + c.dur for c in syncs), float, len(syncs)))
         if trace.has_device:
             self.work = device_work(trace)
             self.regime, self.by_name = _row_regimes(trace, self.work)
+            self.has_stacks = has_stacks(trace)
+            self.calls = {c.correlation: c for c in launch_calls(trace)} if self.has_stacks else {}
+
+    def span(self) -> tuple[float, float]:
+        """First start and last end of any event."""
+        ends = [float(t.reach[-1]) for t in by_thread(self.trace).values() if len(t.reach)]
+        starts = [float(t.starts[0]) for t in by_thread(self.trace).values() if len(t.starts)]
+        for group in (self.trace.runtime, self.trace.device):
+            if group:
+                starts.append(min(map(_TS, group)))
+                ends.append(max(map(sum, map(_TS_DUR, group))))
+        return (min(starts), max(ends)) if starts else (0.0, 0.0)
 
     def bound(self, label: str, lo: float, hi: float, t0: float) -> Bound:
         dur = max(hi - lo, 0.0)
@@ -136,16 +150,16 @@ class _Context:
             shares = dict.fromkeys(REGIMES, 0.0)
             return Bound(label, lo - t0, 0.0, shares, OTHER, f"{label}: empty", [])
         if self.trace.has_device:
-            times, sources, by_name = self._device(lo, hi)
+            times, by_name, cut = self._device(lo, hi)
         else:
-            times, sources, by_name = self._host(lo, hi), {}, 0.0
+            times, by_name, cut = self._host(lo, hi), 0.0, None
         shares = {r: times.get(r, 0.0) / dur for r in REGIMES}
         dominant = max(REGIMES, key=lambda r: shares[r])
-        found = sources.get(dominant, [])
+        found = self._sources(dominant, lo, hi, *cut) if cut is not None else []
         return Bound(label, lo - t0, dur, shares, dominant, _sentence(label, dominant, shares, dur, found), found,
                      by_name)
 
-    def _device(self, lo: float, hi: float) -> tuple[dict[str, float], dict[str, list[str]], float]:
+    def _device(self, lo: float, hi: float) -> tuple[dict[str, float], float, tuple]:
         w = self.work
         rows = np.flatnonzero((w.end > lo) & (w.ts < hi))
         starts, ends = np.maximum(w.ts[rows], lo), np.minimum(w.end[rows], hi)
@@ -171,7 +185,7 @@ class _Context:
         times[INPUT] += idle_input
         times[OVERHEAD] = intervals.total(rest) - idle_input - times[OTHER]
         by_name = float(np.sum((ends - starts)[self.by_name[rows]]))
-        return times, self._sources(rows, regime, gap_starts, gap_ends, sync), by_name
+        return times, by_name, (rows, regime, gap_starts, gap_ends, sync)
 
     def _sync_gaps(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """Gaps during which a host sync call returned (its end within [start - slack, end])."""
@@ -203,31 +217,32 @@ class _Context:
         return {COMM: comm_t, INPUT: input_t, OTHER: other,
                 OVERHEAD: (hi - lo) - comm_t - input_t - other}
 
-    def _sources(self, rows, regime, gap_starts, gap_ends, sync) -> dict[str, list[str]]:
-        """Source lines per regime, from the launch calls of its costliest device rows (busy regimes) or
-        of the operations that ended its longest gaps (idle regimes); sync sources from the sync calls."""
+    def _sources(self, dominant: str, lo: float, hi: float, rows, regime, gap_starts, gap_ends, sync) -> list[str]:
+        """Source lines of the dominant regime: from the launch calls of its costliest device rows (busy
+        regimes), of the operations that ended its longest gaps (host overhead, input) or of the sync
+        calls in the window."""
         w, trace = self.work, self.trace
-        picks: dict[str, list[tuple[int, float]]] = {}
-        dur = w.dur[rows]
-        for r in (COMPUTE_BOUND, MEMORY, INPUT, COMM):
-            mine = np.flatnonzero(regime == REGIMES.index(r))
-            best = mine[np.argsort(-dur[mine], kind="stable")[:50]]
-            picks[r] = [(int(rows[k]), float(dur[k])) for k in best]
-        gaps = np.flatnonzero(~sync)
-        longest = gaps[np.argsort(gap_starts[gaps] - gap_ends[gaps], kind="stable")[:50]]
-        following = np.searchsorted(w.ts, gap_ends[longest], side="left")
-        picks[OVERHEAD] = [(int(f), float(gap_ends[g] - gap_starts[g]))
-                           for f, g in zip(following, longest) if f < len(w.ts)]
-        calls = {c.correlation: c for c in launch_calls(trace)}
-        found: dict[str, list[str]] = {}
-        for r, chosen in picks.items():
-            queries = [(calls[int(w.corr[row])], weight) for row, weight in chosen if int(w.corr[row]) in calls]
-            chains = enclosing(trace, [(c.tid, c.ts, c.ts + c.dur) for c, _ in queries])
-            found[r] = _rank([(source_line(chain), weight) for chain, (_, weight) in zip(chains, queries)])
-        sync_calls = [c for c in trace.runtime if is_sync_call(c.name)][:500]
-        chains = enclosing(trace, [(c.tid, c.ts, c.ts + c.dur) for c in sync_calls])
-        found[SYNC] = _rank([(source_line(chain), c.dur) for chain, c in zip(chains, sync_calls)])
-        return found
+        if dominant == SYNC:
+            calls = [c for c in trace.runtime if lo <= c.ts < hi and is_sync_call(c.name)][:_SOURCE_ROWS]
+            chains = enclosing(trace, [(c.tid, c.ts, c.ts + c.dur) for c in calls])
+            return _rank([(source_line(chain), c.dur) for chain, c in zip(chains, calls)])
+        if dominant in (OVERHEAD, INPUT):
+            gaps = np.flatnonzero(~sync)
+            longest = gaps[np.argsort(gap_starts[gaps] - gap_ends[gaps], kind="stable")[:_SOURCE_ROWS]]
+            following = np.searchsorted(w.ts, gap_ends[longest], side="left")
+            chosen = [(int(f), float(gap_ends[g] - gap_starts[g])) for f, g in zip(following, longest) if f < len(w.ts)]
+        elif dominant in (COMPUTE_BOUND, MEMORY, COMM):
+            mine = np.flatnonzero(regime == REGIMES.index(dominant))
+            dur = w.dur[rows]
+            chosen = [(int(rows[k]), float(dur[k])) for k in mine[np.argsort(-dur[mine], kind="stable")[:_SOURCE_ROWS]]]
+        else:
+            return []
+        if not self.has_stacks:
+            return []
+        calls = self.calls
+        queries = [(calls[int(w.corr[row])], weight) for row, weight in chosen if int(w.corr[row]) in calls]
+        chains = enclosing(trace, [(c.tid, c.ts, c.ts + c.dur) for c, _ in queries])
+        return _rank([(source_line(chain), weight) for chain, (_, weight) in zip(chains, queries)])
 
 
 def _rank(weighted: list[tuple[str | None, float]]) -> list[str]:

@@ -75,7 +75,10 @@ def _collective_launches(trace: Trace, ops: list[DeviceOp], cls: np.ndarray) -> 
     """A kernel whose name says nothing (kernel_kind "other") launched inside a collective op (c10d::,
     record_param_comms, symm_mem::, a custom all-reduce op) is communication: custom all-reduce kernels
     are named freely."""
-    collective = {n for n in host_names(trace) if COLLECTIVE_OPS.match(n)}
+    compute = CLASSES.index(COMPUTE)
+    unnamed = {n for n, kind in set(zip(map(_NAME, ops), map(_KIND, ops)))
+               if CLASSES.index(class_of(n, kind)) == compute and kernel_kind(n) == "other"}
+    collective = {n for n in host_names(trace) if COLLECTIVE_OPS.match(n)} if unnamed else None
     if not collective:
         return
     spans: dict[object, list[tuple[float, float]]] = {}
@@ -90,10 +93,9 @@ def _collective_launches(trace: Trace, ops: list[DeviceOp], cls: np.ndarray) -> 
         k = np.searchsorted(merged.starts, at, side="right") - 1
         hit = (k >= 0) & (at <= merged.ends[np.maximum(k, 0)])
         inside.update(calls[i].correlation for i in np.flatnonzero(hit).tolist())
-    compute, comm = CLASSES.index(COMPUTE), CLASSES.index(COMMUNICATION)
     for row, op in enumerate(ops):
-        if op.correlation in inside and cls[row] == compute and kernel_kind(op.name) == "other":
-            cls[row] = comm
+        if op.correlation in inside and op.name in unnamed:
+            cls[row] = CLASSES.index(COMMUNICATION)
 
 
 def _launches(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Render checked traces as text (tabulate tables), JSON or GitHub workflow annotations."""
+"""Render checked traces as text (aligned tables), JSON or GitHub workflow annotations."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tabulate import tabulate
 
 from perflint.budgets import KEYS, Verdict, format_value
 from perflint.trace.analyze import Figures
@@ -63,7 +62,14 @@ def _short(name: str, width: int = 70) -> str:
 
 
 def _table(rows: list[list[Any]], headers: list[str]) -> str:
-    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    """Left-aligned columns two spaces apart under a dashed rule (tabulate's "simple" layout, without
+    importing tabulate: `perflint trace` is timed as a whole process)."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h), *(len(row[k]) for row in cells)]) for k, h in enumerate(headers)]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+    return "\n".join([line(headers), "  ".join("-" * w for w in widths), *map(line, cells)])
 
 
 def _text(results: list[RankResult], job: JobFigures | None, units: dict[str, str]) -> str:

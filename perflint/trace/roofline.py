@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from perflint.trace.device_columns import device_work
-from perflint.trace.hostindex import Thread, by_thread
+from perflint.trace.hostindex import Thread, by_thread, has_inputs
 from perflint.trace.model import HostOp, Trace
 from perflint.trace.names import CLASSES, COMPUTE, kernel_kind
 from perflint.trace.opcost import CONV, GEMM, OpCost, op_cost
@@ -173,7 +173,7 @@ def _kernel_costs(trace: Trace) -> KernelCost:
     n = len(work.ts)
     op_of = np.full(n, -1, dtype=np.int64)
     ops: list[tuple[HostOp, OpCost]] = []
-    if any(h.inputs is not None for h in trace.host_ops):
+    if has_inputs(trace):
         index: dict[int, int] = {}  # id(HostOp) -> position in ops
         cache: dict[int, OpCost | None] = {}
         launch_of = {c.correlation: c for c in trace.runtime if c.correlation >= 0}
