@@ -43,6 +43,9 @@ _DEVICE = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memc
            "gpu_memset": "memset", "Memset": "memset", "cuda_sync": "sync"}
 _LEGACY = {"Operator", "Runtime", "Kernel", "Memcpy", "Memset"}
 _KEPT = frozenset(_HOST) | _RUNTIME | frozenset(_DEVICE)
+# category -> (0 host / 1 runtime / 2 device, kind, legacy schema): one lookup per event in the hot loop
+_GROUPS = {**{c: (0, k, c in _LEGACY) for c, k in _HOST.items()}, **{c: (1, None, c in _LEGACY) for c in _RUNTIME},
+           **{c: (2, k, c in _LEGACY) for c, k in _DEVICE.items()}}
 _STREAM_TID = re.compile(r"(-?\d+)\s*$")
 
 
@@ -376,8 +379,7 @@ def _normalize_typed(pieces: Iterable[list], path: str) -> Trace:
     `_normalize` because this loop is the hot one."""
     trace = Trace(path)
     add_host, add_runtime, add_device = trace.host_ops.append, trace.runtime.append, trace.device.append
-    host_kinds, device_kinds, runtime_cats, legacy_cats = _HOST, _DEVICE, _RUNTIME, _LEGACY
-    kept, numbers, tids, max_us, problems = _KEPT, _NUMBER, _TID, _MAX_US, trace.problems
+    groups, tids, max_us, problems = _GROUPS, _TID, _MAX_US, trace.problems
     complete, instants, no_args = msgspec_reader.XEvent, msgspec_reader.INSTANTS, msgspec_reader.NO_ARGS
     new = tuple.__new__  # builds the NamedTuples without their Python-level __new__ (3x cheaper)
     names: dict[str, str] = {}
@@ -392,18 +394,28 @@ def _normalize_typed(pieces: Iterable[list], path: str) -> Trace:
                     peak = _peak(peak, e.args.total_allocated)
                 continue
             cat = e.cat
-            if cat not in kept:
+            group = groups.get(cat)
+            if group is None:
                 continue
             ts, dur, name, tid = e.ts, e.dur, e.name, e.tid
-            if not (type(ts) in numbers and type(dur) in numbers and -max_us < ts < max_us and 0 <= dur < max_us
-                    and name is not None and type(tid) in tids):
+            if ts is None or dur is None or name is None or not (-max_us < ts < max_us and 0 <= dur < max_us) \
+                    or (type(tid) is not int and type(tid) not in tids):  # msgspec typed ts, dur and name
                 ts, dur = _repair(ts, dur, name, tid, problems)
                 if ts is None:
                     continue
             name = intern(name, name)
             args = e.args or no_args
-            if cat in device_kinds:
-                kind = device_kinds[cat]
+            kind = group[1]
+            if group[0] == 0:  # host
+                if kind == "op" and name.startswith("ProfilerStep"):
+                    kind = "annotation"
+                stack = args.stack
+                inputs = None if args.dims is None and args.flops is None else _inputs(
+                    args.dims, args.types, args.flops, args.concrete)
+                add_host(new(HostOp, (name, ts, dur, tid, kind, stack if type(stack) is str else None, inputs)))
+            elif group[0] == 1:  # runtime
+                add_runtime(new(RuntimeCall, (name, ts, dur, tid, args.correlation)))
+            else:
                 nbytes = args.bytes if kind == "memcpy" or kind == "memset" else 0
                 comm = (_comm_info(args.collective, args.in_nelems, args.dtype, args.group_size)
                         if kind == "kernel" and name.startswith(("nccl", "rccl")) else None)
@@ -411,17 +423,7 @@ def _normalize_typed(pieces: Iterable[list], path: str) -> Trace:
                 if type(stream) is not int:
                     stream = _stream_of(stream, tid)
                 add_device(new(DeviceOp, (name, ts, dur, stream, args.correlation, kind, nbytes, comm)))
-            elif cat in runtime_cats:
-                add_runtime(new(RuntimeCall, (name, ts, dur, tid, args.correlation)))
-            else:
-                kind = host_kinds[cat]
-                if kind == "op" and name.startswith("ProfilerStep"):
-                    kind = "annotation"
-                stack = args.stack
-                inputs = None if args.dims is None and args.flops is None else _inputs(
-                    args.dims, args.types, args.flops, args.concrete)
-                add_host(new(HostOp, (name, ts, dur, tid, kind, stack if type(stack) is str else None, inputs)))
-            if cat in legacy_cats:
+            if group[2]:
                 legacy = True
     return _finish(trace, peak, legacy)
 
