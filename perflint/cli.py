@@ -65,17 +65,10 @@ def _list_rules() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    process = argv is None  # run as the `perflint` command: the process is ours to tune
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in SUBCOMMANDS:
-        import importlib
-
-        try:
-            command = importlib.import_module(SUBCOMMANDS[argv[0]])
-        except ModuleNotFoundError as exc:  # numpy: in the [trace] extra, the linter does not need it
-            print(f"perflint {argv[0]}: error: needs the '{exc.name}' package: "
-                  f"pip install 'torch-perflint[{argv[0]}]'", file=sys.stderr)
-            return EXIT_ERROR
-        return command.main(argv[1:])
+        return _subcommand(argv, process)
     from perflint.config import ConfigError
 
     args = build_parser().parse_args(argv)
@@ -87,6 +80,29 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("perflint: interrupted", file=sys.stderr)
         return 130
+
+
+def _subcommand(argv: list[str], process: bool) -> int:
+    """`perflint trace ...`, dispatched before anything of the linter is imported."""
+    import importlib
+    import os
+
+    if process:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS threads: unused, and slow to start
+    try:
+        command = importlib.import_module(SUBCOMMANDS[argv[0]])
+    except ModuleNotFoundError as exc:  # numpy: in the [trace] extra, the linter does not need it
+        print(f"perflint {argv[0]}: error: needs the '{exc.name}' package: "
+              f"pip install 'torch-perflint[{argv[0]}]'", file=sys.stderr)
+        return EXIT_ERROR
+    code = command.main(argv[1:])
+    if process:  # the report is out: the OS frees the trace's 10^5 objects faster than the interpreter
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    return code
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ from perflint.trace.report import RankResult, render, render_comparison
 from perflint.trace.steps import StepError, parse_range, select
 
 PROG = "perflint trace"
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a writer killed by SIGPIPE
 # Budget keys a trace can tell: the metrics, per-op caps and per-step checking (not world_size, timeout,
 # baseline or the scaling keys, which belong to a test run).
 TRACE_KEYS = (*KEYS, "ops", "per_step")
@@ -205,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `perflint trace ... | head`: the reader left; no traceback
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        return EXIT_BROKEN_PIPE
 
 
 def _main(argv: list[str]) -> int:
