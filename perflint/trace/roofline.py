@@ -218,7 +218,7 @@ def _parents(thread: Thread) -> np.ndarray:
     stack: list[int] = []
     ends = thread.ends.tolist()
     for k, start in enumerate(thread.starts.tolist()):
-        while stack and ends[stack[-1]] < start:
+        while stack and ends[stack[-1]] <= start:  # touching is not nesting
             stack.pop()
         if stack:
             parents[k] = stack[-1]
