@@ -24,7 +24,7 @@ _COLLECTIVE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
 _COMM_KERNEL = re.compile(
     r"^(?:void\s+)?(?:nccl|rccl|msccl|oneccl|ccl_)|mscclpp|symmetric_memory|multimem|"
     r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|one_?shot|two_?shot|lamport|"
-    r"cross_device_reduce|custom_?all_?reduce|quick_?reduce|deep_ep::\w*(?:dispatch|combine)", re.IGNORECASE)
+    r"cross_device_reduce|custom_?all_?reduce|quick_?reduce|deep_ep::[\w:]*(?:dispatch|combine)", re.IGNORECASE)
 # The collective a communication kernel runs, from its name.
 _KIND_IN_NAME = [(re.compile(p, re.IGNORECASE), kind) for p, kind in [
     (r"reduce_?scatter", "ReduceScatter"), (r"all_?gather", "AllGather"), (r"all_?to_?all|dispatch|combine", "AllToAll"),
