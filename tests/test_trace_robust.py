@@ -15,7 +15,7 @@ import perflint.trace.json_reader as jsontext
 import perflint.trace.msgspec_reader as typed
 from perflint.trace import analyze, load_trace, metrics
 from perflint.trace.cli import main
-from tests.test_trace_synthetic import ALLREDUCE, device, ev, kineto_trace, launch
+from tests.test_trace_synthetic import device, ev, kineto_trace, launch
 
 
 def _write(tmp_path, name, doc):

@@ -94,7 +94,8 @@ def _analyze(trace: Trace, steps: StepRange, label: str | None) -> Figures:
         ops=top_level_ops(trace), peak_memory=trace.peak_memory,
         kernels=kernels, syncs=sync_figures(trace, t0), transfers=transfer_figures(trace),
         timeline=timeline_figures(trace, t0, compute_us), queue=queue,
-        host_collectives=_host_collectives(trace), bounds=bound_figures(trace, steps, t0, queue.queue_overlap, selection),
+        host_collectives=_host_collectives(trace),
+        bounds=bound_figures(trace, steps, t0, queue.queue_overlap, selection),
         roofline=roofline_figures(trace), problems=dict(trace.problems), op_table=_op_table(trace),
     )
 

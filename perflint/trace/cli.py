@@ -143,8 +143,8 @@ def _check_one(path: str, budget: Budget, steps: tuple[int | None, int | None] |
     trace = load_trace(path)
     if not (trace.host_ops or trace.runtime or trace.device):
         dropped = sum(trace.problems.values())
-        raise TraceError(path, "no usable events" + (f" ({dropped} malformed: {_problems(trace.problems)})"
-                                                    if dropped else ""))
+        why = f" ({dropped} malformed: {_problems(trace.problems)})" if dropped else ""
+        raise TraceError(path, "no usable events" + why)
     try:
         part = select(trace, *steps) if steps else trace
     except StepError as exc:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
 from perflint.budgets import KEYS, Budget, Verdict, check

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Iterable
 
-from perflint.events import EVENTS, lookup
+from perflint.events import EVENTS
 from perflint.trace.analyze import analyze
 from perflint.trace.device_columns import device_work
 from perflint.trace.hostindex import enclosing
@@ -30,6 +30,7 @@ from perflint.trace.load import load_trace
 from perflint.trace.model import Trace
 from perflint.trace.names import CLASSES, MEMCPY, copy_kind, launch_calls, source_line
 from perflint.trace.report import us
+from perflint.trace.syncs import LoaderBatches, copy_rule
 
 # Ops that show a rule at work, beyond the event table's (perflint.events): what each rule's code runs.
 _RULE_OPS = {
@@ -195,14 +196,13 @@ def _measure(trace: Trace) -> dict[Place, _Totals]:
             for m in at(s.source).part(s.rule):
                 m.syncs += 1
                 m.blocked_us += s.wait_us
-        work = device_work(trace)
+        work, loader = device_work(trace), LoaderBatches(trace)
         calls = {c.correlation: c for c in launch_calls(trace)}
         rows = [(calls[c], k) for k, c in enumerate(work.corr.tolist()) if c in calls]
         for (call, k), chain in zip(rows, enclosing(trace, [(c.tid, c.ts, c.ts + c.dur) for c, _ in rows])):
             op = work.ops[work.file_pos[k]]
             is_copy = work.cls[k] == CLASSES.index(MEMCPY) and copy_kind(op.name).direction in ("HtoD", "DtoH")
-            mapping = lookup(op.name, "gpu_memcpy") if is_copy else None
-            for m in at(source_line(chain)).part(mapping.rule if mapping else None):
+            for m in at(source_line(chain)).part(copy_rule(op.name, loader, call.tid, call.ts) if is_copy else None):
                 m.device_us += float(work.dur[k])
                 if is_copy:
                     m.transfers += 1

@@ -9,9 +9,10 @@ import numpy as np
 
 from perflint.trace import intervals
 from perflint.trace.model import Trace
+from perflint.trace.device_columns import Work, device_work
 from perflint.trace.dtypes import dtype_size
 from perflint.trace.names import CLASSES, COMMUNICATION, COMPUTE, collective_name, kernel_kind
-from perflint.trace.device_columns import Work, device_work
+
 
 @dataclass
 class KernelClass:

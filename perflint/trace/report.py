@@ -153,8 +153,8 @@ def _roofline_text(f: Figures) -> str:
                  ["roofline: op", "count", "time", *head])
     text = f"Roofline ({where}{covered}{note})\n" + ops
     if r.kernel_classes:
-        text += "\n\n" + _table([[c.name, c.count, us(c.time_us), *_rates(c)] for c in r.kernel_classes],
-                                 ["kernel class (main kernels)", "count", "time", *head])
+        classes = [[c.name, c.count, us(c.time_us), *_rates(c)] for c in r.kernel_classes]
+        text += "\n\n" + _table(classes, ["kernel class (main kernels)", "count", "time", *head])
     return text
 
 

@@ -108,4 +108,3 @@ def window(trace: Trace, lo: float, hi: float, orphans: bool = True) -> Trace:
               or (orphans and d.correlation not in all_launches and lo <= d.ts < hi)]
     host = [h for h in trace.host_ops if lo <= h.ts < hi]
     return replace(trace, host_ops=host, runtime=runtime, device=device)
-

@@ -54,7 +54,7 @@ def sync_figures(trace: Trace, t0: float) -> list[SyncEvent]:
                     calls.append((call, f"{call.name} DtoH to pageable memory", True))
     for found in copies.values():
         found.sort()
-    loader = _LoaderBatches(trace)
+    loader = LoaderBatches(trace)
     parents = enclosing(trace, [(c.tid, c.ts, c.ts + c.dur) for c, _, _ in calls])
     synced_ops = {id(_innermost_op(p)) for (_, _, copy), p in zip(calls, parents) if not copy and _innermost_op(p)}
     events = []
@@ -88,7 +88,7 @@ def _candidates(trace: Trace) -> list[RuntimeCall]:
 _NAME = itemgetter(0)
 
 
-def _copy_rule(copies: list[tuple[float, str]], op: HostOp | None, before: float, loader: "_LoaderBatches",
+def _copy_rule(copies: list[tuple[float, str]], op: HostOp | None, before: float, loader: "LoaderBatches",
                tid: object) -> str | None:
     """The rule of the last copy the op made before syncing: a blocking HtoD input copy is PFL201, a
     blocking copy of a loader batch PFL503 (pageable memory) or PFL203."""
@@ -97,15 +97,21 @@ def _copy_rule(copies: list[tuple[float, str]], op: HostOp | None, before: float
     k = bisect.bisect_right(copies, (before, "\uffff")) - 1
     if k >= 0 and copies[k][0] >= op.ts:
         ts, name = copies[k]
-        kind = copy_kind(name)
-        if kind.direction == "HtoD" and loader.just_loaded(tid, ts):
-            return "PFL503" if kind.host_memory == "pageable" else "PFL203"
-        m = lookup(name, "gpu_memcpy")
-        return m.rule if m is not None else None
+        return copy_rule(name, loader, tid, ts)
     return None
 
 
-class _LoaderBatches:
+def copy_rule(name: str, loader: "LoaderBatches", tid: object, ts: float) -> str | None:
+    """The rule of a host<->device copy started at `ts` on thread `tid`: the event table's (HtoD PFL201,
+    DtoH PFL103), but the loader's for the batch a DataLoader just produced."""
+    kind = copy_kind(name)
+    if kind.direction == "HtoD" and loader.just_loaded(tid, ts):
+        return "PFL503" if kind.host_memory == "pageable" else "PFL203"
+    m = lookup(name, "gpu_memcpy")
+    return m.rule if m is not None else None
+
+
+class LoaderBatches:
     """Whether a copy moves the batch a DataLoader just produced: a loader span (names.LOADER) on the
     thread ended before it, and no kernel was launched on the thread in between."""
 
