@@ -16,7 +16,9 @@ import gc
 import gzip
 import io
 import os
+import queue
 import re
+import threading
 import zlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
@@ -126,11 +128,53 @@ def _from_typed(f: io.BufferedReader, gzipped: bool, path: str) -> Trace | None:
     the typed schema."""
     meta: dict[str, Any] = {}
     try:
-        trace = _normalize_typed(msgspec_reader.pieces(_text_chunks(f, gzipped), meta), path)
+        chunks = _text_chunks(f, gzipped)
+        with contextlib.closing(_in_thread(chunks) if gzipped and _isal is not None else chunks) as text:
+            trace = _normalize_typed(msgspec_reader.pieces(text, meta), path)
     except msgspec_reader.Misfit:
         return None
     _apply_metadata(trace, meta)
     return trace
+
+
+_END = object()
+
+
+def _in_thread(chunks: Iterator[bytes], depth: int = 32) -> Iterator[bytes]:
+    """The chunks, produced by a worker thread: ISA-L inflates without holding the GIL, so the next
+    chunks are inflated on another core while this thread decodes. Errors are raised here; closing
+    this generator stops the worker."""
+    handoff: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def work() -> None:
+        try:
+            for chunk in chunks:
+                if not put(chunk):
+                    return
+            put(_END)
+        except BaseException as exc:  # noqa: BLE001 - handed to the reading thread, which raises it
+            put(exc)
+
+    worker = threading.Thread(target=work, name="perflint-inflate", daemon=True)
+    worker.start()
+    try:
+        while (item := handoff.get()) is not _END:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join()
 
 
 def _text_chunks(f: io.BufferedReader, gzipped: bool) -> Iterator[bytes]:
