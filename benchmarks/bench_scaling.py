@@ -3,7 +3,7 @@
 Weak scaling: every rank trains the same per-rank batch, so efficiency = step time at 1 rank / step time
 at 2 ranks (1.0 = perfect). The prediction uses perflint.scaling with inputs measured here, not guessed:
 device throughput = the step's FLOPs (torch.utils.flop_counter) / the 1-rank step time, and the link's
-bandwidth and latency fitted (`perflint.scaling.fit`) to all-reduces of the gradient buffer alone at two
+bandwidth and latency fitted (`tests/scaling_fit.fit`) to all-reduces of the gradient buffer alone at two
 sizes. Overlap is taken as 0 (on a CPU, gloo's reduction and the backward compete for the same cores).
 Each world size runs in fresh processes (torch.multiprocessing spawn); runs alternate.
 
@@ -21,7 +21,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from perflint.scaling import Collective, fit, predict  # noqa: E402
+from perflint.scaling import predict  # noqa: E402
+from tests.scaling_fit import MeasuredCollective, fit  # noqa: E402
 
 
 def _port() -> int:
@@ -102,7 +103,7 @@ def main() -> int:
         one, two = run(1, args), run(2, args)
         measured = one["step_s"] / two["step_s"]
         sizes = [two["allreduce_1"], two["allreduce_16"]]
-        link = fit([Collective(0, 2, "all_reduce", k, int(b), t * 1e6) for k, (b, t) in enumerate(sizes)])
+        link = fit([MeasuredCollective(0, 2, "all_reduce", k, int(b), t * 1e6) for k, (b, t) in enumerate(sizes)])
         tflops = one["flops"] / one["step_s"] / 1e12
         pred = predict(one["flops"], {"all_reduce": (1, one["grad_bytes"])}, 2, link.link_gbps or 1e-9, tflops,
                        overlap=0.0, latency_us=link.latency_us)

@@ -23,7 +23,8 @@ SOURCE = ROOT.parent / "shared" / "traces" / "hta" / "df_index_resolver" / "df_i
 
 CHILD = r'''
 import gc, json, sys, time
-from perflint.trace import analyze, load_trace, metrics_of, typed
+from perflint.trace import analyze, load_trace, metrics_of
+from perflint.trace import msgspec_reader as typed
 def peak_kib():  # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across exec
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))

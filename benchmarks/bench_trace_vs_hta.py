@@ -1,121 +1,98 @@
-"""Benchmark: `perflint trace`'s load + full analysis versus HTA 0.5.0's TraceAnalysis load, same file,
-same run, each measurement in a fresh subprocess (alternating, so machine load hits both alike).
+"""Benchmark: `perflint trace FILE` versus HTA 0.5.0, each as the user runs it: a whole process, imports
+included, on the same file, alternating in one run.
 
-    pip install 'torch-perflint[trace]'           # numpy, msgspec (typed fast reader), orjson, isal
-    pip install 'HolisticTraceAnalysis==0.5.0'   # benchmark only: pulls in pandas, jupyterlab, ...
-    python benchmarks/bench_trace_vs_hta.py [TRACE] [--runs 5]
+    pip install 'torch-perflint[trace]'                                   # numpy, msgspec, orjson, isal
+    python -m venv /tmp/hta && /tmp/hta/bin/pip install 'HolisticTraceAnalysis==0.5.0'   # benchmark only
+    python benchmarks/bench_trace_vs_hta.py [TRACE] [--runs 5] [--hta-python /tmp/hta/bin/python]
 
-Default TRACE: shared/traces/hta/df_index_resolver/df_index_resolver.json.gz (216,092 events).
-Prints the median wall time of each, the ratio, and two peak-memory figures per tool:
-ru_maxrss growth of the process (and of its children, HTA may parse in a worker pool) over the
-baseline after imports, and the tracemalloc peak of the work (a separate run: tracing slows it down).
+perflint: the `perflint` command next to this Python (`perflint trace FILE`: load, every figure, the
+verdict, the roofline and the text report). HTA: `python -c` importing HTA, loading the folder that holds
+the file (`TraceAnalysis(trace_dir=...)`) and computing its temporal breakdown, HTA's counterpart of our
+busy/idle figures. Default TRACE: shared/traces/hta/df_index_resolver/df_index_resolver.json.gz (216,092
+events). Prints each tool's median wall time (min-max) and CPU time, the ratio, and each process's peak
+RSS (ru_maxrss of the child: the most memory the command held, interpreter and imports included).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT.parent / "shared" / "traces" / "hta" / "df_index_resolver" / "df_index_resolver.json.gz"
-
-# Each child prints one JSON line: {"seconds": ..., "rss_mib": ..., "children_rss_mib": ..., "traced_mib": ...}
-CHILD = r'''
-import gc, json, logging, resource, sys, time, tracemalloc
-tool, path, traced = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+HTA = """
+import logging, sys, warnings
+warnings.filterwarnings("ignore")
 logging.disable(logging.CRITICAL)
-if tool == "ours":
-    from perflint.trace import analyze, load_trace, metrics_of
-    def work():
-        return metrics_of(analyze(load_trace(path)))
-else:
-    import warnings
-    warnings.filterwarnings("ignore")
-    from hta.trace_analysis import TraceAnalysis
-    def work():
-        return TraceAnalysis(trace_dir=path)
-gc.collect()
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-if traced:
-    tracemalloc.start()
-def cpu():
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-cpu0, start = cpu(), time.perf_counter()
-result = work()
-seconds, cpu_seconds = time.perf_counter() - start, cpu() - cpu0
-peak = tracemalloc.get_traced_memory()[1] if traced else 0
-usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({"seconds": seconds, "cpu_seconds": cpu_seconds, "rss_mib": (usage - base) / 1024,
-                  "children_rss_mib": children / 1024, "traced_mib": peak / 2**20}))
-'''
+from hta.trace_analysis import TraceAnalysis
+TraceAnalysis(trace_dir=sys.argv[1]).get_temporal_breakdown(visualize=False)
+"""
 
 
-def run(tool: str, target: str, traced: bool = False) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, tool, target, "1" if traced else "0"],
-                          capture_output=True, text=True, cwd=ROOT)
-    if done.returncode != 0:
-        raise SystemExit(f"{tool} failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def run(command: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS (MiB) of one process, measured from outside it."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if proc.returncode not in (0, 1):  # perflint trace exits 1 when a budget breaks; none is given here
+        raise SystemExit(f"{' '.join(command[:3])} failed ({proc.returncode}):\n{err[-2000:]}")
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def _parser_name() -> str:
-    """The reader perflint uses: msgspec's typed decoder, else orjson, else json; and the gzip inflater."""
-    from perflint.trace import jsontext, load, typed
-
-    inflater = "isal" if load._isal is not None else "zlib"
-    if typed._DECODER is not None:
-        import msgspec
-        return f"msgspec {msgspec.__version__} (typed), {inflater}"
-    if jsontext._orjson is not None:
-        return f"orjson (msgspec not installed), {inflater}"
-    return f"json (neither msgspec nor orjson installed), {inflater}"
+def _default_hta_python() -> str:
+    for candidate in (ROOT / ".hta-venv" / "bin" / "python", Path(sys.executable)):
+        if candidate.exists():
+            return str(candidate)
+    return sys.executable
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace", nargs="?", default=str(DEFAULT))
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--hta-python", default=_default_hta_python(),
+                        help="a Python with HolisticTraceAnalysis==0.5.0 (default: .hta-venv/bin/python)")
     args = parser.parse_args()
     trace = Path(args.trace)
-    try:
-        import hta  # noqa: F401
-    except ImportError:
-        raise SystemExit("HTA is not installed: pip install 'HolisticTraceAnalysis==0.5.0'")
+    perflint = shutil.which("perflint", path=str(Path(sys.executable).parent)) or shutil.which("perflint")
+    if perflint is None:
+        raise SystemExit("the perflint command is not installed: pip install -e '.[trace]'")
+    if subprocess.run([args.hta_python, "-c", "import hta"], capture_output=True).returncode != 0:
+        raise SystemExit(f"{args.hta_python} has no HTA: pip install 'HolisticTraceAnalysis==0.5.0' into it")
     with tempfile.TemporaryDirectory() as folder:  # HTA reads a folder of rank traces
         shutil.copy(trace, folder)
-        targets = {"ours": str(trace), "hta": folder}
-        times: dict[str, list[float]] = {"ours": [], "hta": []}
-        cpu: dict[str, list[float]] = {"ours": [], "hta": []}
+        commands = {"perflint": [perflint, "trace", str(trace)], "hta": [args.hta_python, "-c", HTA, folder]}
+        for command in commands.values():  # warm the page cache and .pyc files alike
+            run(command)
+        results: dict[str, list[tuple[float, float, float]]] = {"perflint": [], "hta": []}
         for _ in range(args.runs):
-            for tool in ("ours", "hta"):
-                done = run(tool, targets[tool])
-                times[tool].append(done["seconds"])
-                cpu[tool].append(done["cpu_seconds"])
-        rss = {tool: run(tool, targets[tool]) for tool in ("ours", "hta")}
-        traced = {tool: run(tool, targets[tool], traced=True) for tool in ("ours", "hta")}
-    parser_name = _parser_name()
-    print(f"trace: {trace} ({trace.stat().st_size / 2**20:.1f} MiB gzipped); perflint parser: {parser_name}; "
-          f"{args.runs} runs each, alternating")
-    print(f"{'':34}{'median s':>10}{'min s':>8}{'max s':>8}{'median CPU s':>14}{'peak RSS growth MiB':>22}"
-          f"{'tracemalloc peak MiB':>22}")
-    for tool, label in (("ours", "perflint trace: load + analysis"), ("hta", "HTA 0.5.0 TraceAnalysis load")):
-        t = times[tool]
-        r = max(rss[tool]["rss_mib"], rss[tool]["children_rss_mib"])
-        print(f"{label:34}{statistics.median(t):>10.3f}{min(t):>8.3f}{max(t):>8.3f}"
-              f"{statistics.median(cpu[tool]):>14.3f}{r:>22.0f}{traced[tool]['traced_mib']:>22.0f}")
-    ratio = statistics.median(times["hta"]) / statistics.median(times["ours"])
-    cpu_ratio = statistics.median(cpu["hta"]) / statistics.median(cpu["ours"])
-    print(f"speed-up (HTA median / perflint median): {ratio:.1f}x wall, {cpu_ratio:.1f}x CPU")
-    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+            for tool, command in commands.items():
+                results[tool].append(run(command))
+    print(f"trace: {trace} ({trace.stat().st_size / 2**20:.1f} MiB gzipped); {args.runs} runs each, alternating; "
+          f"whole processes, imports included")
+    print(f"{'':44}{'median s':>10}{'min s':>8}{'max s':>8}{'median CPU s':>14}{'peak RSS MiB':>14}")
+    labels = {"perflint": "perflint trace FILE", "hta": "HTA 0.5.0: import, load, temporal breakdown"}
+    medians = {}
+    for tool, rows in results.items():
+        wall, cpu, rss = zip(*rows)
+        medians[tool] = (statistics.median(wall), statistics.median(cpu), max(rss))
+        print(f"{labels[tool]:44}{medians[tool][0]:>10.3f}{min(wall):>8.3f}{max(wall):>8.3f}"
+              f"{medians[tool][1]:>14.3f}{medians[tool][2]:>14.0f}")
+    print(f"speed-up (HTA median / perflint median): {medians['hta'][0] / medians['perflint'][0]:.1f}x wall, "
+          f"{medians['hta'][1] / medians['perflint'][1]:.1f}x CPU; peak RSS {medians['perflint'][2]:.0f} vs "
+          f"{medians['hta'][2]:.0f} MiB")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     return 0
 
 

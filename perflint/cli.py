@@ -8,13 +8,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from tabulate import tabulate
-
 from perflint import __version__
-from perflint.config import ConfigError, load
-from perflint.reports import FORMATS, render
-from perflint.rule import TOOL_RULES, all_rules, rule_info
 
+# The linter's modules (libcst through perflint.rule) are imported once `main` knows it is linting:
+# `perflint trace` must not pay for them.
 SUBCOMMANDS = {"trace": "perflint.trace.cli"}
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -29,6 +26,8 @@ def _codes(text: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from perflint.reports import FORMATS
+
     p = _Parser(prog="perflint", description="Find PyTorch performance antipatterns without running the code. "
                 "`perflint trace FILE` checks a recorded profiler trace against budgets.")
     p.add_argument("paths", nargs="*", default=["."], help="files or folders to lint (default: .)")
@@ -48,11 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff, also apply unsafe fixes")
     p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; change nothing")
     p.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
+    p.add_argument("--trace", metavar="TRACE", help="mark each finding with what this profiler trace measured at "
+                   "its line, and list the costly events with no finding (needs torch-perflint[trace])")
     p.add_argument("--version", action="version", version=f"perflint {__version__}")
     return p
 
 
 def _list_rules() -> str:
+    from tabulate import tabulate
+
+    from perflint.rule import TOOL_RULES, all_rules
+
     rows = [(r.code, r.name, r.family(), "on" if r.default else "off", "yes" if r.gpu_only else "",
              r.fix_safety if r.fix_safety != "none" else "", r.summary)
             for r in [*TOOL_RULES, *all_rules().values()]]
@@ -60,17 +65,12 @@ def _list_rules() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    process = argv is None  # run as the `perflint` command: the process is ours to tune
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in SUBCOMMANDS:
-        import importlib
+        return _subcommand(argv, process)
+    from perflint.config import ConfigError
 
-        try:
-            command = importlib.import_module(SUBCOMMANDS[argv[0]])
-        except ModuleNotFoundError as exc:  # numpy: in the [trace] extra, the linter does not need it
-            print(f"perflint {argv[0]}: error: needs the '{exc.name}' package: "
-                  f"pip install 'torch-perflint[{argv[0]}]'", file=sys.stderr)
-            return EXIT_ERROR
-        return command.main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return _run(args)
@@ -82,7 +82,36 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _subcommand(argv: list[str], process: bool) -> int:
+    """`perflint trace ...`, dispatched before anything of the linter is imported."""
+    import importlib
+    import os
+
+    if process:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS threads: unused, and slow to start
+    try:
+        command = importlib.import_module(SUBCOMMANDS[argv[0]])
+    except ModuleNotFoundError as exc:  # numpy: in the [trace] extra, the linter does not need it
+        print(f"perflint {argv[0]}: error: needs the '{exc.name}' package: "
+              f"pip install 'torch-perflint[{argv[0]}]'", file=sys.stderr)
+        return EXIT_ERROR
+    code = command.main(argv[1:])
+    if process:  # the report is out: the OS frees the trace's 10^5 objects faster than the interpreter
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    return code
+
+
 def _run(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from perflint.config import ConfigError, load
+    from perflint.reports import render
+    from perflint.rule import rule_info
+
     if args.list_rules:
         print(_list_rules())
         return EXIT_CLEAN
@@ -132,6 +161,10 @@ def _run(args: argparse.Namespace) -> int:
         color = args.output_format == "text" and args.output_file is None and sys.stdout.isatty()
         options = {"color": color} if args.output_format == "text" else {}
         output = render(args.output_format, findings, rules, **options)
+    if args.trace:
+        output = _with_trace(args, findings, output)
+        if output is None:
+            return EXIT_ERROR
     if args.output_file:
         Path(args.output_file).write_text(output + "\n", encoding="utf-8")
     elif output:
@@ -141,3 +174,22 @@ def _run(args: argparse.Namespace) -> int:
         print(f"Found {len(findings)} {noun} in {files} files." if findings else f"All clear: {files} files checked.",
               file=sys.stderr if args.output_file else sys.stdout)
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def _with_trace(args: argparse.Namespace, findings, output: str) -> str | None:
+    """The report joined with a trace (perflint.trace.join); None after a one-line error."""
+    if args.output_format not in ("text", "json") or args.statistics:
+        print("perflint: error: --trace works with --output-format text or json", file=sys.stderr)
+        return None
+    try:
+        from perflint.trace.join import join, render as render_join
+        from perflint.trace.load import TraceError
+    except ModuleNotFoundError as exc:
+        print(f"perflint: error: --trace needs the '{exc.name}' package: pip install 'torch-perflint[trace]'",
+              file=sys.stderr)
+        return None
+    try:
+        return render_join(join(findings, args.trace), args.output_format, output)
+    except TraceError as exc:
+        print(f"perflint: error: --trace {exc}", file=sys.stderr)
+        return None

@@ -6,7 +6,8 @@ import os
 import pytest
 
 from perflint.measures.budgets import BudgetError, parse_budget
-from perflint.scaling import collective_seconds, fit, kind_of, predict, trace_collectives, transfer_times
+from perflint.scaling import collective_seconds, kind_of, predict
+from tests.scaling_fit import fit, trace_collectives, transfer_times
 
 TRACES = "/work/shared/traces"
 if not os.path.isdir(TRACES):

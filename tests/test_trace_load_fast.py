@@ -11,7 +11,7 @@ import tracemalloc
 import pytest
 
 import perflint.trace.load as load_module
-import perflint.trace.typed as typed
+import perflint.trace.msgspec_reader as typed
 from perflint.trace import TraceError, load_trace
 from tests.test_trace_synthetic import kineto_trace
 

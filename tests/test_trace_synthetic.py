@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import perflint.trace.jsontext as jsontext
+import perflint.trace.json_reader as jsontext
 import perflint.trace.load as load_module
-import perflint.trace.typed as typed
+import perflint.trace.msgspec_reader as typed
 from perflint.trace import TraceError, analyze, load_trace, metrics
 from perflint.trace.cli import main
 from perflint.trace.steps import find_steps, parse_range
@@ -67,7 +67,14 @@ def kineto_trace():
 
 EXPECTED = {"syncs": 1, "ops": 5, "kernels": 4, "transfers": 2, "transfer_bytes": 1004, "graph_breaks": None,
             "recompiles": None, "peak_memory": None, "queue_overlap": pytest.approx(45 / 67),
-            "collectives": 1, "comm_bytes": 40, "comm_overlap": 0.25}
+            "collectives": 1, "comm_bytes": 40, "comm_overlap": 0.25,
+            # What bounds the 200 us of the file (perflint.trace.bounds), by hand: busy, by priority,
+            # compute gemm [30,50] 20; memory add [50,60] + DtoH [70,72] + mul [150,160] 22 (kernels with
+            # no known FLOPs and a name that is not a GEMM/conv/attention); input HtoD [180,190] 10;
+            # communication alone [160,175] 15. Idle: [72,150] 78 is a sync (cudaStreamSynchronize
+            # returns at 88); [0,30] [60,70] [175,180] [190,200] 55 are host overhead.
+            "overhead_share": 55 / 200, "input_share": 10 / 200, "memory_bound_share": 22 / 200,
+            "compute_bound_share": 20 / 200, "exposed_comm_share": 15 / 200, "sync_share": 78 / 200}
 
 
 def legacy(doc):

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from perflint.measures.metrics import METRICS, format_value
+from perflint.measures.metrics import METRICS, SIZE_UNITS, format_value
 
 
 class BudgetError(ValueError):
@@ -56,6 +56,19 @@ KEYS: dict[str, BudgetKey] = {
                   "collective communication calls (all_reduce, broadcast, ...), each counted once"),
         BudgetKey("max_comm_bytes", "comm_bytes", "max", "bytes sent by collectives"),
         BudgetKey("min_comm_overlap", "comm_overlap", "min", "share of communication time hidden behind computation"),
+        # What bounds the step: shares of wall time (perflint.trace.bounds); they add up to 1 with "other".
+        BudgetKey("max_overhead_share", "overhead_share", "max",
+                  "share of step time the GPU idles while the host runs Python or launches work"),
+        BudgetKey("max_input_share", "input_share", "max",
+                  "share of step time spent on data loading and host-to-device input copies"),
+        BudgetKey("max_memory_bound_share", "memory_bound_share", "max",
+                  "share of step time in memory-bandwidth-bound kernels"),
+        BudgetKey("min_compute_bound_share", "compute_bound_share", "min",
+                  "share of step time in compute-bound kernels"),
+        BudgetKey("max_exposed_comm_share", "exposed_comm_share", "max",
+                  "share of step time in communication that no computation hides"),
+        BudgetKey("max_sync_share", "sync_share", "max",
+                  "share of step time lost to host syncs (the GPU drains, then waits for the host)"),
     ]
 }
 # The metrics one measurement (a test, a trace) gives a value or a reason for: those KEYS name.
@@ -97,8 +110,7 @@ VALUE_SHAPES = {"count": "N", "bytes": "SIZE", "ratio": "0..1",
                 PREDICTED_SCALING: "{min, world_size, link_gbps, device_tflops[, latency_us]}"}
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
-          "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_UNITS = SIZE_UNITS
 
 
 # What each unit accepts, for the error messages.
@@ -113,12 +125,24 @@ def _is_number(value: Any) -> bool:
 
 def parse_size(value: Any) -> int:
     """Bytes from an int or a string such as "24 MB" (decimal) or "1.5 GiB" (binary)."""
+    try:
+        finite = math.isfinite(float(value)) if not isinstance(value, bool) else True
+    except (TypeError, ValueError):
+        finite = True
+    if not finite:
+        raise BudgetError(f"a size must be a finite number, got {value!r} (use {VALID['bytes']})")
     if _is_number(value) and value >= 0:
         return int(value)
     m = _SIZE.match(value) if isinstance(value, str) else None
     if not m or m.group(2).lower() not in _UNITS:
         raise BudgetError(f"cannot read size {value!r} (use {VALID['bytes']})")
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def size_unit(value: Any) -> str | None:
+    """The unit a size was written in ("MB" of "100MB"), to report sizes back in it; None for a number."""
+    m = _SIZE.match(value) if isinstance(value, str) else None
+    return m.group(2) if m and m.group(2) and m.group(2).lower() in _UNITS else None
 
 
 def valid_keys_text() -> str:
@@ -238,13 +262,14 @@ class Verdict:
     status: str
     reason: str = ""
 
-    def describe(self) -> str:
+    def describe(self, size_unit: str | None = None) -> str:
+        """One line; sizes in `size_unit` when given (the unit the user wrote the limit in)."""
         unit = spec(self.key).unit if spec(self.key) else "count"
         sign = ">" if self.key.startswith("max") or self.key.startswith("ops") else "<"
         if self.status == "skip":
             return f"{self.metric}: skipped ({self.reason})"
-        return (f"{self.metric} {format_value(unit, self.measured)} {sign if self.status == 'fail' else 'within'} "
-                f"{format_value(unit, self.limit)}")
+        return (f"{self.metric} {format_value(unit, self.measured, size_unit)} "
+                f"{sign if self.status == 'fail' else 'within'} {format_value(unit, self.limit, size_unit)}")
 
 
 def check(budget: Budget, metrics: Mapping[str, float | None], op_counts: Mapping[str, int] | None = None,

@@ -63,6 +63,13 @@ METRICS: dict[str, Metric] = {
         Metric("collectives", "count", PROFILER, recorded=True, per_step=True),
         Metric("comm_bytes", "bytes", RANKS, not_in_trace="collective kernels carry no message sizes in this trace"),
         Metric("comm_overlap", "ratio", RANKS, not_in_trace="no communication kernels", empty="no collective ran"),
+        # What bounds a step, as shares of its wall time (perflint.trace.bounds, from a device trace).
+        Metric("overhead_share", "ratio", GPU_ONLY, from_device=True),
+        Metric("input_share", "ratio", GPU_ONLY, from_device=True),
+        Metric("memory_bound_share", "ratio", GPU_ONLY, from_device=True),
+        Metric("compute_bound_share", "ratio", GPU_ONLY, from_device=True),
+        Metric("exposed_comm_share", "ratio", GPU_ONLY, from_device=True),
+        Metric("sync_share", "ratio", GPU_ONLY, from_device=True),
         # Scaling: judged from a model or from runs at two world sizes (perflint.scaling), never one trace.
         Metric("predicted_efficiency", "ratio", RANKS),
         Metric("scaling_efficiency", "ratio", RANKS),
@@ -84,11 +91,19 @@ def unavailable_in_trace(has_device: bool) -> dict[str, str]:
             for m in METRICS.values() if (m.from_device and not has_device) or m.not_in_trace}
 
 
-def format_value(unit: str, value: float | None) -> str:
+# Size units a budget may be written in (`'24 MB'`, `'1.5 GiB'`), and their bytes.
+SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+              "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def format_value(unit: str, value: float | None, size_unit: str | None = None) -> str:
+    """A measured value or limit for reports; sizes in `size_unit` when given (the unit the user wrote)."""
     if value is None:
         return "-"
     if unit == "ratio":
         return f"{value:.1%}"
+    if unit == "bytes" and size_unit and size_unit.lower() in SIZE_UNITS:
+        return f"{value / SIZE_UNITS[size_unit.lower()]:.4g} {size_unit}"
     if unit == "bytes":
         for name, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
             if value >= size:

@@ -10,15 +10,19 @@ from dataclasses import asdict, dataclass
 from operator import itemgetter
 from typing import Any, Optional, Union
 
+import numpy as np
+
 from perflint.measures.budgets import KEYS
 from perflint.measures.events import COLLECTIVE_BACKENDS as _COLLECTIVE_ANNOTATIONS, lookup
 from perflint.measures.metrics import unavailable_in_trace
+from perflint.trace.bounds import METRIC as SHARE_METRICS, BoundFigures, bound_figures
 from perflint.trace.hostindex import top_level_ops
 from perflint.trace.kernels import KernelFigures, kernel_figures
 from perflint.trace.load import gc_paused, load_trace
 from perflint.trace.model import Trace
 from perflint.trace.names import COMPUTE, host_names
-from perflint.trace.queue import QueueFigures, queue_figures
+from perflint.trace.launch_queue import QueueFigures, queue_figures
+from perflint.trace.roofline import RooflineFigures, roofline_figures
 from perflint.trace.steps import Step, find_steps, parse_range, select
 from perflint.trace.syncs import SyncEvent, sync_figures
 from perflint.trace.timeline import TimelineFigures, timeline_figures
@@ -26,6 +30,7 @@ from perflint.trace.transfers import TransferFigures, transfer_figures
 
 METRICS = tuple(k.metric for k in KEYS.values())
 _TS = itemgetter(1)  # HostOp, RuntimeCall and DeviceOp: the start time
+_GPU_SHARES = ("memory", "compute", "sync")  # shares a CPU-only trace cannot tell
 
 
 @dataclass
@@ -46,22 +51,34 @@ class Figures:
     timeline: TimelineFigures
     queue: QueueFigures
     host_collectives: int  # gloo:/nccl: collective annotations on the host
+    bounds: BoundFigures  # what bounds the whole file and each step
+    roofline: RooflineFigures
+    problems: dict[str, int]  # malformed events: what was wrong -> how many (dropped or repaired)
+    op_table: list[OpTime]  # host ops by name, most host time first (for --compare)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+@dataclass
+class OpTime:
+    name: str
+    count: int
+    host_us: float  # summed durations on the host (nested ops count in their parents too)
+
+
 StepRange = Union[tuple[Optional[int], Optional[int]], str, None]  # (A, B) or "A:B", inclusive
 
 
-def analyze(trace: Trace, steps: StepRange = None) -> Figures:
+def analyze(trace: Trace, steps: StepRange = None, label: str | None = None) -> Figures:
     """All figures for the whole trace, or for a ProfilerStep range ("A:B" or (A, B), inclusive)."""
     with gc_paused():
-        return _analyze(trace, steps)
+        return _analyze(trace, steps, label)
 
 
-def _analyze(trace: Trace, steps: StepRange) -> Figures:
-    selection = "whole file"
+def _analyze(trace: Trace, steps: StepRange, label: str | None) -> Figures:
+    """`label`: what the trace is (e.g. "steps 6:7" when the caller selected it already)."""
+    selection = label or "whole file"
     if steps is not None:
         first, last = parse_range(steps) if isinstance(steps, str) else steps
         trace = select(trace, first, last)
@@ -70,14 +87,27 @@ def _analyze(trace: Trace, steps: StepRange) -> Figures:
              default=0.0)
     kernels = kernel_figures(trace)
     compute_us = next(c.busy_us for c in kernels.classes if c.name == COMPUTE)
+    steps, queue = find_steps(trace), queue_figures(trace)
     return Figures(
         path=trace.path, rank=trace.rank, world_size=trace.world_size, device_name=trace.device_name,
-        schema=trace.schema, has_device=trace.has_device, steps=find_steps(trace), selection=selection,
+        schema=trace.schema, has_device=trace.has_device, steps=steps, selection=selection,
         ops=top_level_ops(trace), peak_memory=trace.peak_memory,
         kernels=kernels, syncs=sync_figures(trace, t0), transfers=transfer_figures(trace),
-        timeline=timeline_figures(trace, t0, compute_us), queue=queue_figures(trace),
+        timeline=timeline_figures(trace, t0, compute_us), queue=queue,
         host_collectives=_host_collectives(trace),
+        bounds=bound_figures(trace, steps, t0, queue.queue_overlap, selection),
+        roofline=roofline_figures(trace), problems=dict(trace.problems), op_table=_op_table(trace),
     )
+
+
+def _op_table(trace: Trace, top: int = 100) -> list[OpTime]:
+    ops = [h for h in trace.host_ops if h.kind == "op"]
+    index: dict[str, int] = {}
+    ids = np.fromiter((index.setdefault(h.name, len(index)) for h in ops), np.int64, len(ops))
+    counts = np.bincount(ids, minlength=len(index))
+    times = np.bincount(ids, weights=np.fromiter((h.dur for h in ops), float, len(ops)), minlength=len(index))
+    names = list(index)
+    return [OpTime(names[k], int(counts[k]), float(times[k])) for k in np.argsort(-times, kind="stable")[:top]]
 
 
 def _host_collectives(trace: Trace) -> int:
@@ -115,6 +145,10 @@ def metrics_of(fig: Figures) -> dict[str, float | None]:
         comm_bytes=k.comm_bytes,
         comm_overlap=k.comm_overlap,
     )
+    whole = fig.bounds.whole
+    if whole.dur_us > 0:
+        values.update({metric: whole.shares[regime] for regime, metric in SHARE_METRICS.items()
+                       if gpu or regime not in _GPU_SHARES})
     return {m: values[m] for m in METRICS}
 
 

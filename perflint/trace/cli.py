@@ -1,4 +1,5 @@
-"""`perflint trace FILE_OR_FOLDER... [--budget KEY=VALUE] [--budget-file FILE] [--steps A:B] [--output-format F]`
+"""`perflint trace FILE_OR_FOLDER... [--budget KEY=VALUE] [--budget-file FILE] [--steps A:B] [--output-format F]
+[--compare AFTER]`
 
 Exit status: 0 every budget holds, 1 a budget is broken, 2 unreadable input or bad usage (the other
 files are still analysed and reported).
@@ -8,20 +9,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from perflint.measures.budgets import Budget, BudgetError, check, parse_budget
+from perflint.measures.budgets import KEYS, OPTIONS, Budget, BudgetError, check, parse_budget, size_unit, spec
 from perflint.trace.analyze import analyze, metrics_of, unavailable
+from perflint.trace.compare import compare, is_relative, saved_figures
 from perflint.trace.load import TraceError, is_trace_file, load_trace
-from perflint.trace.ranks import job_figures
-from perflint.trace.report import RankResult, render
 from perflint.trace.model import Trace
+from perflint.trace.ranks import job_figures
+from perflint.trace.report import RankResult, render, render_comparison
 from perflint.trace.steps import StepError, parse_range, select
 
 PROG = "perflint trace"
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a writer killed by SIGPIPE
+# Budget keys a trace can tell: the metrics, per-op caps and per-step checking (not world_size, timeout,
+# baseline or the scaling keys, which belong to a test run).
+TRACE_KEYS = (*KEYS, "ops", "per_step")
 
 
 class UsageError(Exception):
@@ -38,10 +45,13 @@ def _parser() -> _Parser:
     p.add_argument("paths", nargs="+", metavar="FILE_OR_FOLDER",
                    help="trace files (*.json, *.json.gz) or folders of them (e.g. one file per rank)")
     p.add_argument("--budget", action="append", default=[], metavar="KEY=VALUE",
-                   help="a budget, as in @pytest.mark.perf_budget: max_syncs=0, max_transfer_bytes=24MB, ...")
+                   help="a budget, as in @pytest.mark.perf_budget: max_syncs=0, max_transfer_bytes=24MB, ...; "
+                        "with --compare also relative to the baseline: max_kernels=+10%%, max_syncs=+0")
     p.add_argument("--budget-file", metavar="FILE", help="budgets as TOML or JSON (a [budget] table or top level)")
     p.add_argument("--steps", metavar="A:B", help="analyse ProfilerStep#A..#B only (A:, :B and A also work)")
     p.add_argument("--output-format", choices=("text", "json", "github"), default="text")
+    p.add_argument("--compare", metavar="AFTER",
+                   help="compare the trace (or saved JSON report) given first, the baseline, with this one")
     return p
 
 
@@ -49,6 +59,8 @@ def _value(text: str) -> Any:
     low = text.strip().lower()
     if low in ("true", "false"):
         return low == "true"
+    if is_relative(text):  # "+10%", "+0": relative to the --compare baseline
+        return text.strip()
     for kind in (int, float):
         try:
             return kind(text)
@@ -85,17 +97,31 @@ def _toml(data: bytes) -> Any:
     return tomllib.loads(data.decode("utf-8"))
 
 
-def _budget(args: argparse.Namespace) -> Budget:
-    values: dict[str, Any] = _read_budget_file(args.budget_file) if args.budget_file else {}
-    for item in args.budget:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--budget expects KEY=VALUE, got {item!r}")
-        values[key.strip()] = _value(value)
-    try:
-        return parse_budget(values)
-    except BudgetError as exc:
-        raise UsageError(str(exc)) from None
+class _Budgets:
+    """The checked budget, the relative limits for --compare, and the unit each size was written in."""
+
+    def __init__(self, args: argparse.Namespace):
+        values: dict[str, Any] = _read_budget_file(args.budget_file) if args.budget_file else {}
+        for item in args.budget:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise UsageError(f"--budget expects KEY=VALUE, got {item!r}")
+            values[key.strip()] = _value(value)
+        unknown = [k for k in values if k not in TRACE_KEYS]
+        if unknown:
+            what = "has no meaning for a trace" if spec(unknown[0]) or unknown[0] in OPTIONS else "is unknown"
+            raise UsageError(f"unknown budget key {unknown[0]!r}: it {what}; valid keys for a trace: "
+                             + ", ".join(TRACE_KEYS))
+        self.relative = {k: v for k, v in values.items() if is_relative(v)}
+        if self.relative and not args.compare:
+            k = next(iter(self.relative))
+            raise UsageError(f"--budget {k}={self.relative[k]}: a relative limit needs --compare")
+        self.units = {KEYS[k].metric: size_unit(v) for k, v in values.items()
+                      if k in KEYS and KEYS[k].unit == "bytes" and size_unit(v)}
+        try:
+            self.budget = parse_budget({k: v for k, v in values.items() if k not in self.relative})
+        except BudgetError as exc:
+            raise UsageError(str(exc)) from None
 
 
 def _expand(paths: Sequence[str]) -> list[str]:
@@ -115,13 +141,15 @@ def _expand(paths: Sequence[str]) -> list[str]:
 def _check_one(path: str, budget: Budget, steps: tuple[int | None, int | None] | None) -> tuple[Trace, RankResult]:
     """The analysed part of one file (for the cross-rank figures) and its checked result."""
     trace = load_trace(path)
+    if not (trace.host_ops or trace.runtime or trace.device):
+        dropped = sum(trace.problems.values())
+        why = f" ({dropped} malformed: {_problems(trace.problems)})" if dropped else ""
+        raise TraceError(path, "no usable events" + why)
     try:
         part = select(trace, *steps) if steps else trace
     except StepError as exc:
         raise TraceError(path, str(exc)) from None
-    figures = analyze(part)
-    if steps:
-        figures.selection = "steps " + ":".join("" if s is None else str(s) for s in steps)
+    figures = analyze(part, label="steps " + ":".join("" if s is None else str(s) for s in steps) if steps else None)
     measured = metrics_of(figures)
     op_counts = Counter(h.name for h in part.host_ops if h.kind == "op") if budget.op_limits else None
     result = RankResult(figures, measured, check(budget, measured, op_counts, unavailable(figures)))
@@ -133,14 +161,63 @@ def _check_one(path: str, budget: Budget, steps: tuple[int | None, int | None] |
     return part, result
 
 
+def _problems(problems: dict[str, int]) -> str:
+    return ", ".join(f"{n} {what}" for what, n in problems.items())
+
+
+def _analysed(path: str, budget: Budget, steps) -> tuple[Trace, RankResult]:
+    """_check_one, with any failure on this one file turned into a TraceError (one line, exit 2): a
+    malformed file must not stop the others."""
+    try:
+        return _check_one(path, budget, steps)
+    except (TraceError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bug or an input we did not foresee: report, go on
+        raise TraceError(path, f"cannot be analysed ({type(exc).__name__}: {exc})") from None
+
+
+def _figures_of(path: str, steps) -> list[dict[str, Any]]:
+    """--compare input: a saved JSON report's figures, or the figures of a trace file or folder."""
+    saved = saved_figures(path)
+    if saved is not None:
+        return saved
+    out = []
+    for file in _expand([path]):
+        _, result = _analysed(file, Budget(), steps)
+        out.append(dict(result.figures.to_dict(), metrics=result.metrics))
+    return out
+
+
+def _compare(args: argparse.Namespace, budgets: _Budgets, steps) -> int:
+    if len(args.paths) != 1:
+        raise UsageError("--compare takes one baseline (a trace, a folder or a saved JSON report) before it")
+    before, after = _figures_of(args.paths[0], steps), _figures_of(args.compare, steps)
+    if len(before) != len(after):
+        raise UsageError(f"--compare: {len(before)} trace(s) before, {len(after)} after; they pair in order")
+    comparisons = [compare(b, a, budgets.relative, budgets.budget) for b, a in zip(before, after)]
+    _print(render_comparison(comparisons, args.output_format))
+    return 1 if any(v.status == "fail" for c in comparisons for v in c.verdicts) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        return _main(argv)
+    except BrokenPipeError:  # `perflint trace ... | head`: the reader left; no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: list[str]) -> int:
+    try:
         args = _parser().parse_args(argv)
-        budget = _budget(args)
+        budgets = _Budgets(args)
         steps = parse_range(args.steps) if args.steps else None
+        if args.compare:
+            return _compare(args, budgets, steps)
         files = _expand(args.paths)
-    except (UsageError, ValueError) as exc:
+    except (UsageError, ValueError, TraceError) as exc:  # CompareError and BudgetError are ValueErrors
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # --help
@@ -148,19 +225,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     results, errors, parts = [], [], []
     for path in files:
         try:
-            part, result = _check_one(path, budget, steps)
+            part, result = _analysed(path, budgets.budget, steps)
         except TraceError as exc:
             errors.append(exc)
             print(f"{PROG}: error: {exc}", file=sys.stderr)
             continue
+        if result.figures.problems:
+            print(f"{PROG}: warning: {path}: {sum(result.figures.problems.values())} malformed event(s): "
+                  f"{_problems(result.figures.problems)}", file=sys.stderr)
         results.append(result)
         parts.append((part, result.figures))
     job = job_figures(parts) if len(parts) > 1 else None
     if results:
-        print(render(results, job, args.output_format))
+        _print(render(results, job, args.output_format, budgets.units))
     if errors:
         return 2
     return 1 if any(r.failed for r in results) else 0
+
+
+def _print(text: str) -> None:
+    print(text)
+    sys.stdout.flush()  # a closed pipe raises here, inside main's handler
 
 
 if __name__ == "__main__":

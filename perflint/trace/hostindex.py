@@ -56,6 +56,29 @@ def _threads(host_ops: list[HostOp]) -> dict[object, Thread]:
     return threads
 
 
+def has_stacks(trace: Trace) -> bool:
+    """The trace places host events in the code: Python frames (with_stack=True) or legacy call stacks."""
+    return _flags(trace)[0]
+
+
+def has_inputs(trace: Trace) -> bool:
+    """Some op carries record_shapes' Input Dims (or with_flops' flops)."""
+    return _flags(trace)[1]
+
+
+def _flags(trace: Trace) -> tuple[bool, bool]:
+    found = trace.cache.get("flags")
+    if found is None:
+        stacks = inputs = False
+        for h in trace.host_ops:
+            stacks = stacks or h.kind == "python" or h.stack is not None
+            inputs = inputs or h.inputs is not None
+            if stacks and inputs:
+                break
+        found = trace.cache["flags"] = (stacks, inputs)
+    return found
+
+
 def top_level_ops(trace: Trace) -> int:
     """aten ops not nested in another aten op (what the plugin calls dispatched compute ops): those
     starting at or after the end of every earlier op on their thread."""

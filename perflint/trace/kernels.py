@@ -9,12 +9,9 @@ import numpy as np
 
 from perflint.measures import intervals
 from perflint.trace.model import Trace
-from perflint.trace.names import CLASSES, COMMUNICATION, COMPUTE, collective_name
-from perflint.trace.work import Work, device_work
-
-_DTYPE_BYTES = {"float": 4, "float32": 4, "int": 4, "int32": 4, "half": 2, "float16": 2, "bfloat16": 2,
-                "double": 8, "float64": 8, "long": 8, "int64": 8, "byte": 1, "char": 1, "uint8": 1, "int8": 1,
-                "bool": 1, "short": 2, "int16": 2}
+from perflint.trace.device_columns import Work, device_work
+from perflint.trace.dtypes import dtype_size
+from perflint.trace.names import CLASSES, COMMUNICATION, COMPUTE, collective_name, kernel_kind
 
 
 @dataclass
@@ -52,6 +49,7 @@ class KernelFigures:
     comm_overlap_us: float  # ... that overlaps a compute kernel
     comm_overlap: float | None  # comm_overlap_us / comm_us (HTA's comp_comm_overlap)
     comm_bytes: int | None  # input bytes of collectives when the trace records sizes
+    kinds: list[KernelClass]  # device time by what the work does: gemm, convolution, ..., communication, memcpy
 
 
 def kernel_figures(trace: Trace, top: int = 10) -> KernelFigures:
@@ -80,7 +78,27 @@ def kernel_figures(trace: Trace, top: int = 10) -> KernelFigures:
         comm_overlap_us=overlap_us,
         comm_overlap=overlap_us / comm_us if comm_us > 0 else None,
         comm_bytes=comm_bytes,
+        kinds=_kinds(work),
     )
+
+
+def _kinds(work: Work) -> list[KernelClass]:
+    """Device work by kind: compute kernels by what their name says they do (names.kernel_kind), the
+    other classes (communication, memcpy, memset) as they are; most time first."""
+    index: dict[str, int] = {}
+    kind_of_name = np.fromiter((index.setdefault(kernel_kind(n), len(index)) for n in work.names), np.int64,
+                               len(work.names))
+    per_row = kind_of_name[work.name]
+    for k, cls in enumerate(CLASSES):
+        if cls != COMPUTE:
+            per_row[work.cls == k] = index.setdefault(cls, len(index))
+    labels = list(index)
+    counts = np.bincount(per_row, minlength=len(labels))
+    times = np.bincount(per_row, weights=work.dur, minlength=len(labels))
+    rows = [KernelClass(label, int(counts[k]), float(times[k]),
+                        intervals.total(intervals.union(work.ts[per_row == k], work.end[per_row == k])))
+            for k, label in enumerate(labels) if counts[k]]
+    return sorted(rows, key=lambda r: -r.time_us)
 
 
 def _collectives(work: Work) -> tuple[list[Collective], int | None]:
@@ -96,7 +114,7 @@ def _collectives(work: Work) -> tuple[list[Collective], int | None]:
         c[1] += op.dur
         if op.comm is not None and op.comm.in_nelems:
             sized = True
-            c[2] += op.comm.in_nelems * _DTYPE_BYTES.get(op.comm.dtype.lower(), 4)
+            c[2] += op.comm.in_nelems * (dtype_size(op.comm.dtype) or 4)
     ranked = sorted(colls.items(), key=lambda kv: -kv[1][1])
     return ([Collective(n, k, t, b if sized else None) for n, (k, t, b) in ranked],
             sum(c[2] for c in colls.values()) if sized else None)

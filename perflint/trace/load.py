@@ -1,9 +1,9 @@
 """Read a PyTorch profiler / Kineto Chrome-trace file (plain or gzipped JSON) into a `Trace`.
 
 With msgspec installed (the fast path) the file is read and inflated a few KB at a time and its events
-decoded 64 KB of text at a time straight into typed structs of the few fields we read (`typed`,
+decoded 64 KB of text at a time straight into typed structs of the few fields we read (`msgspec_reader`,
 `_normalize_typed`): whatever the file's size, neither its text nor its events ever exist whole. A file
-that does not fit that schema, or any file without msgspec, goes to the dict readers of `jsontext`
+that does not fit that schema, or any file without msgspec, goes to the dict readers of `json_reader`
 (orjson when installed): in memory, a few MB at a time, below `STREAM_THRESHOLD` of JSON text, streamed
 event by event above it. Each event becomes a compact tuple, whatever the schema. Every failure becomes
 one `TraceError` naming the file.
@@ -16,13 +16,15 @@ import gc
 import gzip
 import io
 import os
+import queue
 import re
+import threading
 import zlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from perflint.trace import jsontext, typed
-from perflint.trace.model import CommInfo, DeviceOp, HostOp, RuntimeCall, Trace, TraceError
+from perflint.trace import json_reader, msgspec_reader
+from perflint.trace.model import CommInfo, DeviceOp, HostOp, Inputs, RuntimeCall, Trace, TraceError
 
 try:  # optional speed-up (pip install torch-perflint[trace]): ISA-L inflates twice as fast as zlib
     from isal import isal_zlib as _isal
@@ -42,6 +44,10 @@ _RUNTIME = {"cuda_runtime", "Runtime", "cuda_driver", "Driver"}
 _DEVICE = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
            "gpu_memset": "memset", "Memset": "memset", "cuda_sync": "sync"}
 _LEGACY = {"Operator", "Runtime", "Kernel", "Memcpy", "Memset"}
+_KEPT = frozenset(_HOST) | _RUNTIME | frozenset(_DEVICE)
+# category -> (0 host / 1 runtime / 2 device, kind, legacy schema): one lookup per event in the hot loop
+_GROUPS = {**{c: (0, k, c in _LEGACY) for c, k in _HOST.items()}, **{c: (1, None, c in _LEGACY) for c in _RUNTIME},
+           **{c: (2, k, c in _LEGACY) for c, k in _DEVICE.items()}}
 _STREAM_TID = re.compile(r"(-?\d+)\s*$")
 
 
@@ -67,7 +73,7 @@ def load_trace(source: str | os.PathLike | Mapping | list, *, stream: bool | Non
             f.seek(0)
             if stream:
                 meta: dict[str, Any] = {}
-                trace = _normalize(jsontext.stream_events(f, gzipped, path, meta), path)
+                trace = _normalize(json_reader.stream_events(f, gzipped, path, meta), path)
                 _apply_metadata(trace, meta)
                 return trace
             raw = _gunzip(f.read()) if gzipped else f.read()
@@ -118,15 +124,57 @@ def _text_size(f: io.BufferedReader, gzipped: bool) -> int:
 
 
 def _from_typed(f: io.BufferedReader, gzipped: bool, path: str) -> Trace | None:
-    """The fast path (msgspec, `typed.pieces`); None when msgspec is missing or the text does not fit
+    """The fast path (msgspec, `msgspec_reader.pieces`); None when msgspec is missing or the text does not fit
     the typed schema."""
     meta: dict[str, Any] = {}
     try:
-        trace = _normalize_typed(typed.pieces(_text_chunks(f, gzipped), meta), path)
-    except typed.Misfit:
+        chunks = _text_chunks(f, gzipped)
+        with contextlib.closing(_in_thread(chunks) if gzipped and _isal is not None else chunks) as text:
+            trace = _normalize_typed(msgspec_reader.pieces(text, meta), path)
+    except msgspec_reader.Misfit:
         return None
     _apply_metadata(trace, meta)
     return trace
+
+
+_END = object()
+
+
+def _in_thread(chunks: Iterator[bytes], depth: int = 32) -> Iterator[bytes]:
+    """The chunks, produced by a worker thread: ISA-L inflates without holding the GIL, so the next
+    chunks are inflated on another core while this thread decodes. Errors are raised here; closing
+    this generator stops the worker."""
+    handoff: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def work() -> None:
+        try:
+            for chunk in chunks:
+                if not put(chunk):
+                    return
+            put(_END)
+        except BaseException as exc:  # noqa: BLE001 - handed to the reading thread, which raises it
+            put(exc)
+
+    worker = threading.Thread(target=work, name="perflint-inflate", daemon=True)
+    worker.start()
+    try:
+        while (item := handoff.get()) is not _END:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join()
 
 
 def _text_chunks(f: io.BufferedReader, gzipped: bool) -> Iterator[bytes]:
@@ -158,16 +206,16 @@ def _text_chunks(f: io.BufferedReader, gzipped: bool) -> Iterator[bytes]:
 
 def _from_bytes(raw: bytes, path: str) -> Trace:
     """Piecewise when the text allows it (bounded memory), else the whole document at once."""
-    if len(raw) > jsontext.PIECE:
+    if len(raw) > json_reader.PIECE:
         meta: dict[str, Any] = {}
         try:
-            trace = _normalize(jsontext.piece_events(raw, meta), path)
-        except jsontext.Layout:
+            trace = _normalize(json_reader.piece_events(raw, meta), path)
+        except json_reader.Layout:
             pass
         else:
             _apply_metadata(trace, meta)
             return trace
-    return _from_document(jsontext.parse_whole(raw, path), path)
+    return _from_document(json_reader.parse_whole(raw, path), path)
 
 
 def _from_document(doc: Any, path: str) -> Trace:
@@ -191,6 +239,7 @@ def _apply_metadata(trace: Trace, meta: Mapping) -> None:
     if isinstance(props, list) and props and isinstance(props[0], Mapping):
         name = props[0].get("name")
         trace.device_name = name if isinstance(name, str) else None
+        trace.device_properties = dict(props[0])
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -239,9 +288,11 @@ def _peak(peak: float | None, total: Any) -> float | None:
 
 
 def _normalize(events: Iterable[Any], path: str) -> Trace:
-    """One pass over raw events: keep what the figures need as tuples, drop everything else."""
+    """One pass over raw events: keep what the figures need as tuples, drop everything else. Malformed
+    events of the kinds we keep are dropped or repaired and counted in `trace.problems`."""
     trace = Trace(path)
     host, runtime, device = trace.host_ops, trace.runtime, trace.device
+    problems = trace.problems
     names: dict[str, str] = {}  # interning: a trace repeats a few thousand names 100k times
     legacy = False
     peak = None
@@ -252,10 +303,11 @@ def _normalize(events: Iterable[Any], path: str) -> Trace:
             if isinstance(e, Mapping):
                 e = dict(e)
             else:
+                problems[NOT_AN_OBJECT] = problems.get(NOT_AN_OBJECT, 0) + 1
                 continue
-        cat = e.get("cat")
         ph = e.get("ph")
         if ph is None:
+            problems[NO_PHASE] = problems.get(NO_PHASE, 0) + 1
             continue
         phased += 1
         if ph != "X":
@@ -264,19 +316,15 @@ def _normalize(events: Iterable[Any], path: str) -> Trace:
                 if isinstance(args, Mapping) and args.get("Device Type") == 1:
                     peak = _peak(peak, args.get("Total Allocated"))
             continue
-        ts = e.get("ts")
-        if type(ts) is not int and type(ts) is not float:
-            ts = _number(ts)
+        cat = e.get("cat")
+        if cat not in _KEPT:
+            continue
+        ts, dur, name, tid = e.get("ts"), e.get("dur"), e.get("name"), e.get("tid")
+        if not (type(ts) in _NUMBER and type(dur) in _NUMBER and -_MAX_US < ts < _MAX_US and 0 <= dur < _MAX_US
+                and type(name) is str and type(tid) in _TID):
+            ts, dur = _repair(ts, dur, name, tid, problems)
             if ts is None:
                 continue
-        dur = e.get("dur", 0)
-        if type(dur) is not int and type(dur) is not float:
-            dur = _number(dur) or 0
-        if dur < 0:
-            dur = 0
-        name = e.get("name")
-        if type(name) is not str:
-            name = "" if name is None else str(name)
         name = names.setdefault(name, name)
         args = e.get("args")
         if type(args) is not dict:
@@ -290,26 +338,75 @@ def _normalize(events: Iterable[Any], path: str) -> Trace:
             comm = (_comm_info(args.get("Collective name"), args.get("In msg nelems"), args.get("dtype", ""),
                                args.get("Group size"))
                     if kind == "kernel" and name.startswith(("nccl", "rccl")) else None)
-            device.append(DeviceOp(name, ts, dur, _stream_of(args.get("stream"), e.get("tid")), corr, kind,
+            device.append(DeviceOp(name, ts, dur, _stream_of(args.get("stream"), tid), corr, kind,
                                    nbytes if type(nbytes) is int else _int_or(nbytes, -1), comm))
         elif cat in _RUNTIME:
             corr = args.get("correlation", -1)
             if type(corr) is not int:
                 corr = _int_or(corr, -1)
-            runtime.append(RuntimeCall(name, ts, dur, e.get("tid"), corr))
-        elif cat in _HOST:
+            runtime.append(RuntimeCall(name, ts, dur, tid, corr))
+        else:
             stack = args.get("Call stack")
             kind = _HOST[cat]
             if kind == "op" and name.startswith("ProfilerStep"):  # legacy: steps are "Operator" events
                 kind = "annotation"
-            host.append(HostOp(name, ts, dur, e.get("tid"), kind, stack if type(stack) is str else None))
-        else:
-            continue
+            host.append(HostOp(name, ts, dur, tid, kind, stack if type(stack) is str else None,
+                               _inputs(args.get("Input Dims"), args.get("Input type"), args.get("flops"),
+                                       args.get("Concrete Inputs"))))
         if cat in _LEGACY:
             legacy = True
     if items and not phased:
         raise TraceError(path, "not a PyTorch profiler trace (no event has a 'ph' field)")
     return _finish(trace, peak, legacy)
+
+
+# What is wrong with an event, as the warning names it; "(dropped)" or how it was read.
+NOT_AN_OBJECT = "not a JSON object (dropped)"
+NO_PHASE = "without a 'ph' (dropped)"
+NO_TS = "without a numeric ts (dropped)"
+NO_NAME = "without a string name (dropped)"
+BAD_TID = "with a tid that is neither a number nor a string (dropped)"
+BAD_DUR = "with a dur that is not a number, or longer than 3,000 years (dropped)"
+NO_DUR = "without a dur (read as 0)"
+NEGATIVE_DUR = "with a negative dur (read as 0)"
+TEXT_NUMBER = "with a ts or dur written as a string (read as a number)"
+_MAX_US = 1e17  # microseconds: about 3,000 years; beyond it a time is corrupt (and overflows sums)
+_NUMBER = frozenset((int, float))
+_TID = frozenset((int, str, float, type(None)))
+
+
+def _repair(ts: Any, dur: Any, name: Any, tid: Any, problems: dict[str, int]) -> tuple[float | None, float]:
+    """(ts, dur) of an event that failed the fast checks, or (None, 0) when it must be dropped; the
+    problem found is counted. Both readers call this, so they drop and repair alike."""
+    problem, text = None, type(ts) is str or type(dur) is str
+    ts = _number(ts)
+    number = _number(dur) if dur is not None else None
+    if ts is None or not -_MAX_US < ts < _MAX_US:
+        problem = NO_TS
+    elif type(name) is not str:
+        problem = NO_NAME
+    elif not isinstance(tid, (int, str, float)) and tid is not None:
+        problem = BAD_TID
+    elif dur is not None and (number is None or not number < _MAX_US):  # NaN fails `<`
+        problem = BAD_DUR
+    if problem is not None:
+        problems[problem] = problems.get(problem, 0) + 1
+        return None, 0
+    if dur is None or number < 0:
+        problem, number = (NO_DUR if dur is None else NEGATIVE_DUR), 0
+    elif text:
+        problem = TEXT_NUMBER
+    if problem is not None:
+        problems[problem] = problems.get(problem, 0) + 1
+    return ts, number
+
+
+def _inputs(dims: Any, types: Any, flops: Any, concrete: Any) -> Inputs | None:
+    """What record_shapes / with_flops wrote about an op's arguments, when it wrote anything."""
+    if dims is None and flops is None:
+        return None
+    return Inputs(dims if type(dims) is list else None, types if type(types) is list else None,
+                  _number(flops), concrete if type(concrete) is list else None)
 
 
 def _finish(trace: Trace, peak: float | None, legacy: bool) -> Trace:
@@ -319,15 +416,15 @@ def _finish(trace: Trace, peak: float | None, legacy: bool) -> Trace:
 
 
 def _normalize_typed(pieces: Iterable[list], path: str) -> Trace:
-    """`_normalize` for the structs of `typed`, a list of them per piece: same result, but the types
-    are already checked (ts and dur are numbers or None, correlation and bytes ints) and the struct's
-    type is the phase, so each event costs a few attribute reads. Every struct has a "ph", so the
-    "no event has a 'ph' field" error arises only in `_normalize`. Kept apart from `_normalize` because
-    this loop is the hot one."""
+    """`_normalize` for the structs of `msgspec_reader`, a list of them per piece: same result, but the types
+    are already checked (ts and dur are numbers or None, name a string or None, correlation and bytes
+    ints) and the struct's type is the phase, so each event costs a few attribute reads. Every struct has
+    a "ph", so the "no event has a 'ph' field" error arises only in `_normalize`. Kept apart from
+    `_normalize` because this loop is the hot one."""
     trace = Trace(path)
     add_host, add_runtime, add_device = trace.host_ops.append, trace.runtime.append, trace.device.append
-    host_kinds, device_kinds, runtime_cats, legacy_cats = _HOST, _DEVICE, _RUNTIME, _LEGACY
-    complete, instants, no_args = typed.XEvent, typed.INSTANTS, typed.NO_ARGS
+    groups, tids, max_us, problems = _GROUPS, _TID, _MAX_US, trace.problems
+    complete, instants, no_args = msgspec_reader.XEvent, msgspec_reader.INSTANTS, msgspec_reader.NO_ARGS
     new = tuple.__new__  # builds the NamedTuples without their Python-level __new__ (3x cheaper)
     names: dict[str, str] = {}
     intern = names.setdefault
@@ -340,36 +437,37 @@ def _normalize_typed(pieces: Iterable[list], path: str) -> Trace:
                         and e.args.device_type == 1:
                     peak = _peak(peak, e.args.total_allocated)
                 continue
-            ts = e.ts
-            if ts is None:
-                continue
             cat = e.cat
-            dur = e.dur
-            if dur is None or dur < 0:
-                dur = 0
-            name = e.name
-            name = "" if name is None else intern(name, name)
+            group = groups.get(cat)
+            if group is None:
+                continue
+            ts, dur, name, tid = e.ts, e.dur, e.name, e.tid
+            if ts is None or dur is None or name is None or not (-max_us < ts < max_us and 0 <= dur < max_us) \
+                    or (type(tid) is not int and type(tid) not in tids):  # msgspec typed ts, dur and name
+                ts, dur = _repair(ts, dur, name, tid, problems)
+                if ts is None:
+                    continue
+            name = intern(name, name)
             args = e.args or no_args
-            if cat in device_kinds:
-                kind = device_kinds[cat]
+            kind = group[1]
+            if group[0] == 0:  # host
+                if kind == "op" and name.startswith("ProfilerStep"):
+                    kind = "annotation"
+                stack = args.stack
+                inputs = None if args.dims is None and args.flops is None else _inputs(
+                    args.dims, args.types, args.flops, args.concrete)
+                add_host(new(HostOp, (name, ts, dur, tid, kind, stack if type(stack) is str else None, inputs)))
+            elif group[0] == 1:  # runtime
+                add_runtime(new(RuntimeCall, (name, ts, dur, tid, args.correlation)))
+            else:
                 nbytes = args.bytes if kind == "memcpy" or kind == "memset" else 0
                 comm = (_comm_info(args.collective, args.in_nelems, args.dtype, args.group_size)
                         if kind == "kernel" and name.startswith(("nccl", "rccl")) else None)
                 stream = args.stream
                 if type(stream) is not int:
-                    stream = _stream_of(stream, e.tid)
+                    stream = _stream_of(stream, tid)
                 add_device(new(DeviceOp, (name, ts, dur, stream, args.correlation, kind, nbytes, comm)))
-            elif cat in runtime_cats:
-                add_runtime(new(RuntimeCall, (name, ts, dur, e.tid, args.correlation)))
-            elif cat in host_kinds:
-                kind = host_kinds[cat]
-                if kind == "op" and name.startswith("ProfilerStep"):
-                    kind = "annotation"
-                stack = args.stack
-                add_host(new(HostOp, (name, ts, dur, e.tid, kind, stack if type(stack) is str else None)))
-            else:
-                continue
-            if cat in legacy_cats:
+            if group[2]:
                 legacy = True
     return _finish(trace, peak, legacy)
 

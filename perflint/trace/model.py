@@ -31,6 +31,16 @@ class HostOp(NamedTuple):
     tid: object
     kind: str
     stack: str | None = None  # legacy "Call stack" argument, when recorded with with_stack=True
+    inputs: "Inputs | None" = None  # argument shapes and types, when recorded with record_shapes=True
+
+
+class Inputs(NamedTuple):
+    """An op's arguments as record_shapes / with_flops write them: enough to count its FLOPs and bytes."""
+
+    dims: list | None  # "Input Dims": one shape (a list of ints) per argument, [] for scalars and None
+    types: list | None  # "Input type": "float", "c10::Half", "Scalar", ... (newer traces only)
+    flops: float | None  # "flops": what the profiler counted itself (with_flops=True)
+    concrete: list | None  # "Concrete Inputs": scalar arguments as text ("[2, 2]" strides, "True"); newer traces
 
 
 class RuntimeCall(NamedTuple):
@@ -79,6 +89,8 @@ class Trace:
     peak_memory: int | None = None  # max "Total Allocated" of a GPU [memory] event
     device_name: str | None = None
     schema: str = "kineto"  # or "legacy"
+    device_properties: dict | None = None  # the first entry of deviceProperties (name, memory, SMs, ...)
+    problems: dict[str, int] = field(default_factory=dict)  # malformed events: what was wrong -> how many
     cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # derived indexes
 
     @property

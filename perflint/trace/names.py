@@ -12,31 +12,67 @@ import re
 from typing import NamedTuple
 
 from perflint.measures.events import SYNC, lookup
-from perflint.trace.model import DeviceOp, RuntimeCall, Trace
+from perflint.trace.model import DeviceOp, HostOp, RuntimeCall, Trace
 
 COMPUTE, COMMUNICATION, MEMCPY, MEMSET = "compute", "communication", "memcpy", "memset"
 CLASSES = (COMPUTE, COMMUNICATION, MEMCPY, MEMSET)
 
 _COLLECTIVE = re.compile(r"^(?:nccl|rccl)(?:Dev)?Kernel_([A-Za-z]+)")
+# Communication kernels by name: NCCL/RCCL/MSCCL/oneCCL, PyTorch symmetric-memory (multimem, one-shot and
+# two-shot all-reduce), the custom all-reduce of vLLM/SGLang (cross_device_reduce_1stage/2stage, quick
+# reduce) and TensorRT-LLM (oneShotAllReduceKernel, twoShot..., lamport), DeepEP's dispatch/combine.
+_COMM_KERNEL = re.compile(
+    r"^(?:void\s+)?(?:nccl|rccl|msccl|oneccl|ccl_)|mscclpp|symmetric_memory|multimem|"
+    r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|one_?shot|two_?shot|lamport|"
+    r"cross_device_reduce|custom_?all_?reduce|quick_?reduce|deep_ep::[\w:]*(?:dispatch|combine)", re.IGNORECASE)
+# The collective a communication kernel runs, from its name.
+_KIND_IN_NAME = [(re.compile(p, re.IGNORECASE), kind) for p, kind in [
+    (r"reduce_?scatter", "ReduceScatter"), (r"all_?gather", "AllGather"), (r"all_?to_?all|dispatch|combine", "AllToAll"),
+    (r"all_?reduce|cross_device_reduce|quick_?reduce|one_?shot|two_?shot|lamport", "AllReduce")]]
+# Host ops that launch collectives: a kernel with an unrecognised name launched inside one is communication.
+COLLECTIVE_OPS = re.compile(r"^(?:c10d::|c10d_functional::|_c10d_functional::|symm_mem::|record_param_comms$|"
+                            r"nccl:|rccl:|gloo:|_C_custom_ar::|vllm::all_reduce|trtllm::allreduce|"
+                            r"sgl_kernel::all_reduce)")
+# Host events of the input pipeline: DataLoader iteration, worker fetches, collate, pinning.
+LOADER = re.compile(r"DataLoader|dataloader|_next_data|collate|pin_memory", re.IGNORECASE)
+# What a compute kernel does, from its name (first match wins): the roofline's kernel classes.
+KERNEL_KINDS = ("gemm", "convolution", "attention", "normalization", "reduction", "elementwise", "embedding",
+                "copy", "other")
+_KIND_PATTERNS = [(re.compile(p, re.IGNORECASE), kind) for p, kind in [
+    (r"flash|fmha|attention|attn|sdpa", "attention"),
+    (r"conv|fprop|dgrad|wgrad|winograd|implicit_gemm|scudnn|cudnn::(?!bn_|ops::n)", "convolution"),
+    (r"(?<!fb)gemm|gemv|Cijk_|cublas|cutlass|matmul|splitKreduce|wgmma|_mm_|_mm$|bmm", "gemm"),
+    (r"norm|bn_fw|bn_bw|softmax", "normalization"),
+    (r"reduce|scan|cumsum|argmax|argmin|sum_kernel|triton_red|triton_per", "reduction"),
+    (r"elementwise|pointwise|triton_poi|unary|binary|fill_kernel|dropout", "elementwise"),
+    (r"embedding|index|gather|scatter|lookup|permute|bucketize|unique|sort", "embedding"),
+    (r"copy|transpose|nchwToNhwc|nhwcToNchw|cat_|CatArray|memcpy|layout", "copy"),
+]]
 _MEMCPY = re.compile(r"^Memcpy\s+(\w+)(?:\s*\((\w+)\s*->\s*(\w+)\))?")
 _FRAME = re.compile(r"^\s*(.+?\.py)\((\d+)\)")
 _LIBRARY = ("/site-packages/", "/dist-packages/", "/torch/", "<built-in", "/lib/python")
 
 
-def kernel_class(op: DeviceOp) -> str:
-    """compute, communication (NCCL/RCCL kernels), memcpy or memset."""
-    return class_of(op.name, op.kind)
-
-
 @functools.lru_cache(maxsize=4096)
 def class_of(name: str, kind: str) -> str:
+    """By name alone; `device_columns` also makes communication of an unrecognised kernel launched inside
+    a collective op."""
     if kind == "memcpy":
         return MEMCPY
     if kind == "memset":
         return MEMSET
-    if name.startswith(("nccl", "rccl")):
+    if name.startswith(("nccl", "rccl")) or _COMM_KERNEL.search(name):
         return COMMUNICATION
     return COMPUTE
+
+
+@functools.lru_cache(maxsize=4096)
+def kernel_kind(name: str) -> str:
+    """gemm, convolution, attention, normalization, reduction, elementwise, embedding, copy or other."""
+    for pattern, kind in _KIND_PATTERNS:
+        if pattern.search(name):
+            return kind
+    return "other"
 
 
 def collective_name(op: DeviceOp) -> str:
@@ -44,7 +80,12 @@ def collective_name(op: DeviceOp) -> str:
     if op.comm is not None and op.comm.collective:
         return op.comm.collective
     m = _COLLECTIVE.match(op.name)
-    return m.group(1) if m else op.name.split("(")[0]
+    if m:
+        return m.group(1)
+    for pattern, kind in _KIND_IN_NAME:
+        if pattern.search(op.name):
+            return kind
+    return op.name.split("(")[0]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -108,4 +149,19 @@ def user_frame(frames: list[str]) -> str | None:
         m = _FRAME.match(frame)
         if m and not any(lib in m.group(1) for lib in _LIBRARY):
             return f"{m.group(1)}:{m.group(2)}"
+    return None
+
+
+def source_line(chain: list[HostOp]) -> str | None:
+    """"file.py:line" of the user code around an event, from the host events enclosing it (outermost
+    first): its Python frames (with_stack=True), else the legacy "Call stack" of the innermost op that has one."""
+    frames = [h.name for h in reversed(chain) if h.kind == "python"]
+    found = user_frame(frames) if frames else None
+    if found:
+        return found
+    for h in reversed(chain):
+        if h.stack:
+            found = user_frame(h.stack.split(";"))
+            if found:
+                return found
     return None

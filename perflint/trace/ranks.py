@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+import numpy as np
+
 from perflint.trace.analyze import Figures
 from perflint.trace.model import DeviceOp, Trace
-from perflint.trace.names import COMMUNICATION, collective_name, kernel_class
+from perflint.trace.device_columns import device_work
+from perflint.trace.names import CLASSES, COMMUNICATION, collective_name
 
 
 @dataclass
@@ -54,8 +57,9 @@ def job_figures(ranks: list[tuple[Trace, Figures]], top: int = 10) -> JobFigures
     seqs: dict[int, dict[str, list[DeviceOp]]] = {}
     for rank, (trace, _) in by_rank.items():
         kinds: dict[str, list[DeviceOp]] = defaultdict(list)
-        for d in sorted((d for d in trace.device if d.kind == "kernel" and kernel_class(d) == COMMUNICATION),
-                        key=lambda d: d.ts):
+        work = device_work(trace)
+        for row in np.flatnonzero(work.cls == CLASSES.index(COMMUNICATION)).tolist():  # in start order
+            d = work.ops[work.file_pos[row]]
             kinds[collective_name(d)].append(d)
         seqs[rank] = kinds
     order = sorted(by_rank)

@@ -1,4 +1,4 @@
-"""Render checked traces as text (tabulate tables), JSON or GitHub workflow annotations."""
+"""Render checked traces as text (aligned tables), JSON or GitHub workflow annotations."""
 
 from __future__ import annotations
 
@@ -6,12 +6,15 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tabulate import tabulate
 
 from perflint.measures.budgets import KEYS, Verdict
+from perflint.measures.github import annotation
 from perflint.measures.metrics import format_value
 from perflint.trace.analyze import Figures
+from perflint.trace.bounds import LABELS, REGIMES, Bound
+from perflint.trace.compare import Comparison
 from perflint.trace.ranks import JobFigures
+from perflint.trace.roofline import RooflineRow
 
 _UNIT = {k.metric: k.unit for k in KEYS.values()}
 _MAX_ROWS = 10
@@ -32,12 +35,14 @@ class RankResult:
         return found + [v for vs in self.step_verdicts.values() for v in vs if v.status == "fail"]
 
 
-def render(results: list[RankResult], job: JobFigures | None, fmt: str) -> str:
+def render(results: list[RankResult], job: JobFigures | None, fmt: str, units: dict[str, str] | None = None) -> str:
+    """`units`: metric -> the unit its size budget was written in ("MB"), for sizes shown back."""
+    units = units or {}
     if fmt == "json":
         return json.dumps(_json(results, job), indent=2, default=str)
     if fmt == "github":
-        return _github(results)
-    return _text(results, job)
+        return _github(results, units)
+    return _text(results, job, units)
 
 
 def us(value: float | None) -> str:
@@ -59,11 +64,18 @@ def _short(name: str, width: int = 70) -> str:
 
 
 def _table(rows: list[list[Any]], headers: list[str]) -> str:
-    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    """Left-aligned columns two spaces apart under a dashed rule (tabulate's "simple" layout, without
+    importing tabulate: `perflint trace` is timed as a whole process)."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h), *(len(row[k]) for row in cells)]) for k, h in enumerate(headers)]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+    return "\n".join([line(headers), "  ".join("-" * w for w in widths), *map(line, cells)])
 
 
-def _text(results: list[RankResult], job: JobFigures | None) -> str:
-    out = [_rank_text(r) for r in results]
+def _text(results: list[RankResult], job: JobFigures | None, units: dict[str, str]) -> str:
+    out = [_rank_text(r, units) for r in results]
     if job is not None:
         out.append(_job_text(job))
     failed = sum(len(r.failed) for r in results)
@@ -77,37 +89,82 @@ def _header(f: Figures) -> str:
         f" of {f.world_size})" if f.world_size else ")")
     facts = [f.device_name or ("no GPU events" if not f.has_device else "GPU"), f.selection,
              f"{f.schema} schema"]
-    if f.steps:
-        facts.append(f"steps {f.steps[0].number}..{f.steps[-1].number}")
+    if f.steps and f.selection == "whole file":
+        facts[1] = f"whole file, steps {f.steps[0].number}..{f.steps[-1].number}"
         partial = [s for s in f.steps if s.partial]
         facts += [f"step {s.number} partial ({s.unmatched_launches} launches without recorded device work)"
                   for s in partial]
     return f"== {where}\n   " + "; ".join(facts)
 
 
-def _rank_text(r: RankResult) -> str:
+def _rank_text(r: RankResult, units: dict[str, str]) -> str:
     f = r.figures
-    parts = [_header(f)]
+    parts = [_header(f), _bounds_text(f)]
     limits = {v.metric: v for v in r.verdicts}
     rows = []
     for metric, value in r.metrics.items():
         v = limits.get(metric)
-        rows.append([metric, format_value(_UNIT.get(metric, "count"), value),
-                     format_value(_UNIT.get(metric, "count"), v.limit) if v else "",
+        unit = _UNIT.get(metric, "count")
+        rows.append([metric, format_value(unit, value, units.get(metric)),
+                     format_value(unit, v.limit, units.get(metric)) if v else "",
                      (v.status.upper() if v.status != "skip" else f"skip: {v.reason}") if v else ""])
     rows += [[v.key, format_value("count", v.measured), format_value("count", v.limit), v.status.upper()]
              for v in r.verdicts if v.key.startswith("ops[")]
     parts.append(_table(rows, ["metric", "value", "budget", "verdict"]))
     for step, verdicts in sorted(r.step_verdicts.items()):
-        broken = [v.describe() for v in verdicts if v.status == "fail"]
+        broken = [v.describe(units.get(v.metric)) for v in verdicts if v.status == "fail"]
         if broken:
             parts.append(f"step {step}: " + "; ".join(broken))
     if not f.has_device:
         parts.append("No device events: GPU figures are not available for this trace.")
-        return "\n\n".join(parts)
-    parts += [_kernels_text(f), _syncs_text(f), _transfers_text(f), _timeline_text(f), _queue_text(f),
-              _comm_text(f)]
+        parts.append(_roofline_text(f))
+        return "\n\n".join(p for p in parts if p)
+    parts += [_kernels_text(f), _roofline_text(f), _syncs_text(f), _transfers_text(f), _timeline_text(f),
+              _queue_text(f), _comm_text(f)]
     return "\n\n".join(p for p in parts if p)
+
+
+def _bounds_text(f: Figures) -> str:
+    """The verdict first: what bounds the file (one sentence), then each step's shares."""
+    whole = f.bounds.whole
+    lines = [f"Verdict: {whole.sentence}", "   " + " | ".join(
+        f"{LABELS[r]} {whole.shares[r]:.0%}" for r in sorted(REGIMES, key=lambda r: -whole.shares[r]))]
+    if whole.by_name_us > 0:
+        lines.append(f"   ({us(whole.by_name_us)} of kernel time judged compute- or memory-bound by kernel name: "
+                     "no shapes or no peak for it)")
+    if len(f.bounds.steps) > 1:
+        lines.append(_table([_bound_row(b) for b in f.bounds.steps],
+                            ["step", "time", "bound by", *[LABELS[r] for r in REGIMES]]))
+    return "\n".join(lines)
+
+
+def _bound_row(b: Bound) -> list[str]:
+    return [b.label.removeprefix("step "), us(b.dur_us), LABELS[b.dominant], *[f"{b.shares[r]:.0%}" for r in REGIMES]]
+
+
+def _roofline_text(f: Figures) -> str:
+    r = f.roofline
+    if not r.ops:
+        return ""
+    where = (f"{r.gpu}, peaks from {r.peak['source']}" if r.peak else r.identified)
+    covered = (f"; {r.covered_us / r.compute_kernel_us:.0%} of compute-kernel time has known FLOPs and bytes"
+               if r.compute_kernel_us else "")
+    note = "; element sizes assumed float32 (no Input type in the trace)" if r.assumed_dtype else ""
+    head = ["TFLOP/s", "TB/s", "FLOP/B", "% peak FLOP/s", "% peak BW", "bound"]
+    ops = _table([[_short(o.name, 40), o.count, us(o.time_us), *_rates(o)] for o in r.ops[:8]],
+                 ["roofline: op", "count", "time", *head])
+    text = f"Roofline ({where}{covered}{note})\n" + ops
+    if r.kernel_classes:
+        classes = [[c.name, c.count, us(c.time_us), *_rates(c)] for c in r.kernel_classes]
+        text += "\n\n" + _table(classes, ["kernel class (main kernels)", "count", "time", *head])
+    return text
+
+
+def _rates(row: RooflineRow) -> list[str]:
+    def num(v, fmt):
+        return "-" if v is None else format(v, fmt)
+    return [num(row.tflops, ".3g"), num(row.tbps, ".3g"), num(row.intensity, ".3g"), _pct(row.compute_peak),
+            _pct(row.bandwidth_peak), row.bound or "-"]
 
 
 def _kernels_text(f: Figures) -> str:
@@ -192,23 +249,60 @@ def _json(results: list[RankResult], job: JobFigures | None) -> dict[str, Any]:
     }
 
 
-def _escape(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _github(results: list[RankResult]) -> str:
+def _github(results: list[RankResult], units: dict[str, str]) -> str:
     lines = []
     for r in results:
         f = r.figures
         label = f.path if f.rank is None else f"{f.path} rank {f.rank}"
         for v in r.failed:
-            lines.append(f"::error title=perflint trace budget::{_escape(label + ': ' + v.describe())}")
+            lines.append(annotation("error", f"{label}: {v.describe(units.get(v.metric))}",
+                                    title="perflint trace budget"))
         for s in f.syncs[:20]:
             if s.source:
                 path, _, line = s.source.rpartition(":")
-                lines.append(f"::warning file={path},line={line},title={s.rule or 'sync'}::"
-                             + _escape(f"host sync ({s.call}) in {s.op or 'unknown op'}, blocked {us(s.wait_us)}"))
-        lines.append(f"::notice title=perflint trace::{_escape(label)}: "
-                     + ", ".join(f"{m}={format_value(_UNIT.get(m, 'count'), v)}"
-                                 for m, v in r.metrics.items() if v is not None))
+                lines.append(annotation("warning", f"host sync ({s.call}) in {s.op or 'unknown op'}, "
+                                        f"blocked {us(s.wait_us)}", file=path,
+                                        line=int(line) if line.isdigit() else None, title=s.rule or "sync"))
+        figures = ", ".join(f"{m}={format_value(_UNIT.get(m, 'count'), v, units.get(m))}"
+                            for m, v in r.metrics.items() if v is not None)
+        lines.append(annotation("notice", f"{label}: {f.bounds.whole.sentence} {figures}", title="perflint trace"))
     return "\n".join(lines)
+
+
+def render_comparison(comparisons: list[Comparison], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps([{"before": c.before, "after": c.after,
+                            "changes": [dict(asdict(ch), delta=ch.delta, relative=ch.relative) for ch in c.changes],
+                            "verdicts": [asdict(v) for v in c.verdicts]} for c in comparisons], indent=2, default=str)
+    out = []
+    for c in comparisons:
+        lines = [f"== {c.before} -> {c.after}"]
+        for section in ("metric", "device work", "op"):
+            rows = [ch for ch in c.changes if ch.section == section][:_MAX_ROWS]
+            if rows:
+                lines.append(_table([[_short(ch.name, 50), _shown(ch, ch.before), _shown(ch, ch.after),
+                                      _shown(ch, ch.delta, signed=True), _relative(ch)] for ch in rows],
+                                    [section, "before", "after", "change", "relative"]))
+        broken = [v for v in c.verdicts if v.status == "fail"]
+        lines += [f"budget broken: {v.describe()}" for v in broken]
+        if fmt == "github":
+            lines = [annotation("error", f"{c.after}: {v.describe()}", title="perflint trace regression")
+                     for v in broken]
+        out.append("\n\n".join(lines))
+    failed = sum(v.status == "fail" for c in comparisons for v in c.verdicts)
+    if fmt != "github":
+        out.append(f"perflint trace --compare: {failed} budget(s) broken" if failed else
+                   "perflint trace --compare: all budgets hold")
+    return "\n\n".join(o for o in out if o)
+
+
+def _shown(change, value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    text = us(value) if change.unit == "us" else format_value(change.unit, abs(value) if signed else value)
+    return ("+" if value >= 0 else "-") + text if signed else text
+
+
+def _relative(change) -> str:
+    rel = change.relative
+    return "-" if rel is None else ("new" if rel == float("inf") else f"{rel:+.0%}")

@@ -108,12 +108,3 @@ def window(trace: Trace, lo: float, hi: float, orphans: bool = True) -> Trace:
               or (orphans and d.correlation not in all_launches and lo <= d.ts < hi)]
     host = [h for h in trace.host_ops if lo <= h.ts < hi]
     return replace(trace, host_ops=host, runtime=runtime, device=device)
-
-
-def hta_window(trace: Trace) -> Trace:
-    """What HTA 0.5.0 analyses by default: with two or more steps, everything before the last step, and
-    only device work whose launch call is in the trace."""
-    steps = find_steps(trace)
-    if len(steps) < 2:
-        return trace
-    return window(trace, float("-inf"), steps[-1].start, orphans=False)

@@ -7,7 +7,9 @@ blocking); a `cuda_sync` device record with no runtime call in the trace. A page
 Synchronize call under the same innermost aten op (what `.item()` does: cudaMemcpyAsync +
 cudaStreamSynchronize) are one sync, not two; `cuda_sync` records of a counted call add nothing.
 The rule is the one of the outermost aten op the event table knows (aten::is_nonzero -> PFL105), else
-of the copy the op made before syncing (a blocking HtoD copy -> PFL201), else of the call itself.
+of the copy the op made before syncing (a blocking HtoD copy -> PFL201; but a copy of the batch the
+data loader just produced, with no kernel launched since, is the loader's: PFL503 (pin_memory) when the
+host memory is pageable, else PFL203 (non_blocking)), else of the call itself.
 An op that launches no device work (e.g. aten::item on a CPU tensor) is never a sync here.
 """
 
@@ -21,7 +23,7 @@ from operator import itemgetter
 from perflint.measures.events import lookup
 from perflint.trace.hostindex import enclosing
 from perflint.trace.model import HostOp, RuntimeCall, Trace
-from perflint.trace.names import copy_kind, is_sync_call, sync_rule, user_frame
+from perflint.trace.names import LOADER, copy_kind, host_names, is_sync_call, source_line, sync_rule
 
 _PAGEABLE_COPY_RULE = lookup("Memcpy DtoH", "gpu_memcpy")
 
@@ -52,6 +54,7 @@ def sync_figures(trace: Trace, t0: float) -> list[SyncEvent]:
                     calls.append((call, f"{call.name} DtoH to pageable memory", True))
     for found in copies.values():
         found.sort()
+    loader = LoaderBatches(trace)
     parents = enclosing(trace, [(c.tid, c.ts, c.ts + c.dur) for c, _, _ in calls])
     synced_ops = {id(_innermost_op(p)) for (_, _, copy), p in zip(calls, parents) if not copy and _innermost_op(p)}
     events = []
@@ -61,9 +64,9 @@ def sync_figures(trace: Trace, t0: float) -> list[SyncEvent]:
             continue
         ops = [h for h in chain if h.kind == "op"]
         default = _PAGEABLE_COPY_RULE.rule if copy and _PAGEABLE_COPY_RULE else sync_rule(call.name)
-        rule = _rule(ops) or _copy_rule(copies.get(call.tid, []), inner, call.ts) or default
+        rule = _rule(ops) or _copy_rule(copies.get(call.tid, []), inner, call.ts, loader, call.tid) or default
         events.append(SyncEvent(label, call.ts - t0, call.dur, inner.name if inner else None,
-                                ops[0].name if ops else None, _source(chain), rule))
+                                ops[0].name if ops else None, source_line(chain), rule))
     waits = [d for d in trace.device if d.kind == "sync"]
     counted = {c.correlation for c, _, _ in calls}
     runtime_ids = {c.correlation for c in trace.runtime} if waits else set()
@@ -85,15 +88,56 @@ def _candidates(trace: Trace) -> list[RuntimeCall]:
 _NAME = itemgetter(0)
 
 
-def _copy_rule(copies: list[tuple[float, str]], op: HostOp | None, before: float) -> str | None:
-    """The rule of the last copy the op made before syncing: a blocking HtoD input copy is PFL201."""
+def _copy_rule(copies: list[tuple[float, str]], op: HostOp | None, before: float, loader: "LoaderBatches",
+               tid: object) -> str | None:
+    """The rule of the last copy the op made before syncing: a blocking HtoD input copy is PFL201, a
+    blocking copy of a loader batch PFL503 (pageable memory) or PFL203."""
     if op is None:
         return None
     k = bisect.bisect_right(copies, (before, "\uffff")) - 1
     if k >= 0 and copies[k][0] >= op.ts:
-        m = lookup(copies[k][1], "gpu_memcpy")
-        return m.rule if m is not None else None
+        ts, name = copies[k]
+        return copy_rule(name, loader, tid, ts)
     return None
+
+
+def copy_rule(name: str, loader: "LoaderBatches", tid: object, ts: float) -> str | None:
+    """The rule of a host<->device copy started at `ts` on thread `tid`: the event table's (HtoD PFL201,
+    DtoH PFL103), but the loader's for the batch a DataLoader just produced."""
+    kind = copy_kind(name)
+    if kind.direction == "HtoD" and loader.just_loaded(tid, ts):
+        return "PFL503" if kind.host_memory == "pageable" else "PFL203"
+    m = lookup(name, "gpu_memcpy")
+    return m.rule if m is not None else None
+
+
+class LoaderBatches:
+    """Whether a copy moves the batch a DataLoader just produced: a loader span (names.LOADER) on the
+    thread ended before it, and no kernel was launched on the thread in between."""
+
+    def __init__(self, trace: Trace):
+        names = {n for n in host_names(trace) if LOADER.search(n)}
+        self.ends: dict[object, list[float]] = defaultdict(list)
+        for h in trace.host_ops:
+            if h.name in names:
+                self.ends[h.tid].append(h.ts + h.dur)
+        self.launches: dict[object, list[float]] = defaultdict(list)
+        if self.ends:
+            for c in trace.runtime:
+                if "LaunchKernel" in c.name and c.tid in self.ends:
+                    self.launches[c.tid].append(c.ts)
+        for found in (*self.ends.values(), *self.launches.values()):
+            found.sort()
+
+    def just_loaded(self, tid: object, ts: float) -> bool:
+        ends = self.ends.get(tid)
+        if not ends:
+            return False
+        k = bisect.bisect_right(ends, ts) - 1
+        if k < 0:
+            return False
+        launches = self.launches.get(tid, [])
+        return bisect.bisect_left(launches, ends[k]) == bisect.bisect_left(launches, ts)
 
 
 def _innermost_op(chain: list[HostOp]) -> HostOp | None:
@@ -110,17 +154,4 @@ def _rule(ops: list[HostOp]) -> str | None:
         m = lookup(op.name, "cpu_op")
         if m is not None and m.rule:
             return m.rule
-    return None
-
-
-def _source(chain: list[HostOp]) -> str | None:
-    frames = [h.name for h in reversed(chain) if h.kind == "python"]
-    found = user_frame(frames) if frames else None
-    if found:
-        return found
-    for h in reversed(chain):
-        if h.stack:
-            found = user_frame(h.stack.split(";"))
-            if found:
-                return found
     return None

@@ -24,7 +24,7 @@ import numpy as np
 from perflint.measures import intervals
 from perflint.trace.hostindex import by_thread, enclosing
 from perflint.trace.model import Trace
-from perflint.trace.work import Work, device_work
+from perflint.trace.device_columns import Work, device_work
 
 KERNEL_WAIT_US = 30.0
 HOST_WAIT, KERNEL_WAIT, OTHER = "host wait", "kernel wait", "other"

@@ -4,7 +4,7 @@ Python object, which makes this about three times faster than parsing every even
 
 The types are those Kineto writes; an event that does not fit (a string timestamp, an `args` that is
 not an object, a non-object event, a missing or unknown "ph", invalid UTF-8) makes `pieces` raise
-`Misfit`, and the caller falls back to the general readers of `jsontext`, which accept anything.
+`Misfit`, and the caller falls back to the general readers of `json_reader`, which accept anything.
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ if msgspec is not None:  # gc=False: the structs hold no containers, the cyclic 
         dtype: Any = ""
         group_size: Any = msgspec.field(default=None, name="Group size")
         stack: Any = msgspec.field(default=None, name="Call stack")
+        dims: Any = msgspec.field(default=None, name="Input Dims")
+        types: Any = msgspec.field(default=None, name="Input type")
+        flops: Any = None
+        concrete: Any = msgspec.field(default=None, name="Concrete Inputs")
 
     # One struct per phase ("ph" is the tag that picks it), so that flow ("s", "f") and metadata events,
     # a third of a trace, skip all their keys: complete events ("X") keep what `load` reads, instant ones
@@ -40,7 +44,7 @@ if msgspec is not None:  # gc=False: the structs hold no containers, the cyclic 
         cat: Optional[str] = None
         name: Optional[str] = None
         ts: Optional[Number] = None
-        dur: Optional[Number] = 0
+        dur: Optional[Number] = None
         tid: Any = None
         args: Optional[Args] = None
 

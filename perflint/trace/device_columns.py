@@ -13,7 +13,8 @@ import numpy as np
 
 from perflint.measures import intervals
 from perflint.trace.model import DeviceOp, Trace
-from perflint.trace.names import CLASSES, class_of, launch_calls
+from perflint.trace.names import (CLASSES, COLLECTIVE_OPS, COMMUNICATION, COMPUTE, class_of, host_names,
+                                  kernel_kind, launch_calls)
 
 _FIELDS = ("name", "ts", "dur", "stream", "correlation", "kind")
 _NAME, _TS, _DUR, _STREAM, _CORR, _KIND = map(attrgetter, _FIELDS)
@@ -51,6 +52,7 @@ def _build(trace: Trace) -> Work:
     names = list(map(_NAME, ops))
     index = {name: k for k, name in enumerate(dict.fromkeys(names))}  # in order of first appearance
     cls = np.fromiter(map(_class_index, names, map(_KIND, ops)), np.int8, n)
+    _collective_launches(trace, ops, cls)
     ts, dur = np.fromiter(map(_TS, ops), float, n), np.fromiter(map(_DUR, ops), float, n)
     order = np.argsort(ts, kind="stable")
     ts, dur, end = ts[order], dur[order], (ts + dur)[order]
@@ -67,6 +69,33 @@ def _build(trace: Trace) -> Work:
 @functools.lru_cache(maxsize=4096)
 def _class_index(name: str, kind: str) -> int:
     return CLASSES.index(class_of(name, kind))
+
+
+def _collective_launches(trace: Trace, ops: list[DeviceOp], cls: np.ndarray) -> None:
+    """A kernel whose name says nothing (kernel_kind "other") launched inside a collective op (c10d::,
+    record_param_comms, symm_mem::, a custom all-reduce op) is communication: custom all-reduce kernels
+    are named freely."""
+    compute = CLASSES.index(COMPUTE)
+    unnamed = {n for n, kind in set(zip(map(_NAME, ops), map(_KIND, ops)))
+               if CLASSES.index(class_of(n, kind)) == compute and kernel_kind(n) == "other"}
+    collective = {n for n in host_names(trace) if COLLECTIVE_OPS.match(n)} if unnamed else None
+    if not collective:
+        return
+    spans: dict[object, list[tuple[float, float]]] = {}
+    for h in trace.host_ops:
+        if h.name in collective:
+            spans.setdefault(h.tid, []).append((h.ts, h.ts + h.dur))
+    inside = set()
+    for tid, found in spans.items():
+        merged = intervals.union(*zip(*found))
+        calls = [c for c in launch_calls(trace) if c.tid == tid]
+        at = np.fromiter((c.ts for c in calls), float, len(calls))
+        k = np.searchsorted(merged.starts, at, side="right") - 1
+        hit = (k >= 0) & (at <= merged.ends[np.maximum(k, 0)])
+        inside.update(calls[i].correlation for i in np.flatnonzero(hit).tolist())
+    for row, op in enumerate(ops):
+        if op.correlation in inside and op.name in unnamed:
+            cls[row] = CLASSES.index(COMMUNICATION)
 
 
 def _launches(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from perflint.measures import intervals
 from perflint.trace.model import Trace
-from perflint.trace.work import device_work
+from perflint.trace.device_columns import device_work
 
 QUEUE_LIMIT = 1024
 
