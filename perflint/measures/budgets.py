@@ -130,7 +130,7 @@ def parse_size(value: Any) -> int:
     except (TypeError, ValueError):
         finite = True
     if not finite:
-        raise BudgetError(f"a size must be a finite number, got {value!r} (use {VALID['bytes']})")
+        raise BudgetError(f"cannot read size {value!r}: not a finite number (use {VALID['bytes']})")
     if _is_number(value) and value >= 0:
         return int(value)
     m = _SIZE.match(value) if isinstance(value, str) else None
