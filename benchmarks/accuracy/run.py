@@ -135,6 +135,7 @@ def main() -> int:
             if row is None:
                 counts[f.code]["unlabelled"] += 1
                 unlabelled.append({"repo": repo["name"], "commit": repo["commit"], "path": f.path, "line": f.line,
+                                   "end_line": f.end_line,
                                    "code": f.code, "message": f.message, "evidence": list(f.evidence)})
             else:
                 counts[f.code][row["verdict"]] += 1
