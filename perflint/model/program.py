@@ -20,7 +20,7 @@ from perflint.tree import fields, is_node_type
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 # Node types the model lists in file order (`model.nodes(type)`), for rule families that look at all of them.
 INDEXED = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.FormattedStringExpression, cst.Subscript,
-           cst.BinaryOperation, cst.UnaryOperation, cst.Assign, cst.AugAssign)
+           cst.BinaryOperation, cst.UnaryOperation, cst.Assign, cst.AugAssign, cst.Name, cst.Attribute)
 
 
 class Scope:
@@ -747,7 +747,9 @@ class Walker:
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
                 and call.func.attr.value in api.MODULE_SELF_METHODS:
             receiver = call.func.value
-            if dotted(receiver) is not None:
+            name = dotted(receiver)
+            # Only where the name is this scope's own: `model.train()` in a function does not make `model` local.
+            if name is not None and (name in self.model.frame.scope.bindings or name.startswith("self.")):
                 self.bind(receiver, "mutate", call)
         # `self.register_buffer("scale", torch.ones(n))`: `self.scale` now holds that tensor.
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \

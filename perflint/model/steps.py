@@ -80,7 +80,7 @@ class Steps:
                 return Step(False, (("only when raising an error", f.node),))
             if kind == "once":
                 return Step(False, (("computed once and kept: `{}`", f.node.test),))
-            if kind == "gate" and gate is None and not self.gate_does_step_work(f):
+            if kind == "gate" and gate is None and not (_every_k(f) and self.gate_does_step_work(f)):
                 gate = f
             elif kind in ("loop", "comprehension"):
                 loop = self.loop_kind(f)
@@ -373,8 +373,17 @@ def _plots(model: FileModel, call: cst.Call) -> bool:
     return head in ("plt", "ax", "axes", "fig", "axs") or name.endswith(("imshow", "savefig", "show_images"))
 
 
+def _every_k(gate: Frame) -> bool:
+    """`if step % k == 0:` (every k-th iteration), as opposed to `if i == 0:` (once)."""
+    return any(isinstance(n.operator, cst.Modulo) for n in _nodes(gate.node.test, cst.BinaryOperation))
+
+
 def _gate_over(gate: Frame, loop: Frame) -> bool:
-    """Whether a gate's condition tests an inner loop's own index (`for i, blk in ...: if i % 2:`)."""
+    """Whether a gate's condition takes every k-th iteration of an inner loop by its own index (`for i, blk
+    in ...: if i % 2 == 0:`): still every step. `if t == n - 1:` stays a gate (once per loop)."""
+    if not any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
+               for n in _nodes(gate.node.test, cst.BinaryOperation)):
+        return False
     node = loop.node
     target = node.target if isinstance(node, cst.For) else getattr(getattr(node, "for_in", None), "target", None)
     if target is None:
@@ -384,9 +393,13 @@ def _gate_over(gate: Frame, loop: Frame) -> bool:
 
 
 def _names(node: cst.CSTNode) -> list[cst.Name]:
+    return _nodes(node, cst.Name)
+
+
+def _nodes(node: cst.CSTNode, node_type: type) -> list:
     from perflint.tree import find_all
 
-    return find_all(node, cst.Name)
+    return find_all(node, node_type)
 
 
 def _header(node: cst.CSTNode) -> cst.CSTNode:

@@ -192,7 +192,7 @@ class Values:
         if name in ("True", "False"):
             return NUMBER_VALUE
         if name == "None":
-            return OTHER_VALUE
+            return UNKNOWN  # a placeholder (`model = None` until built): says nothing of what comes later
         return self.named(name, node, frame, order)
 
     def named(self, name: str, node: cst.CSTNode, frame: Frame, order: int) -> Value:
@@ -589,10 +589,9 @@ class Values:
                 moved = self.tensor_method(call, Value(TENSOR), method)
                 if _constructs(func.value):  # `TransformerNet().to(device)`: an instance of a class, moved
                     return Value(MODULE, moved.device, moved.why, origin=receiver.origin or func.value)
-                if dotted(func.value) is not None:
+                if moved.device is not None:
                     # `x.to(device)` of something unknown: whatever it is, it now lives on the device
-                    return replace(moved, kind=None, origin=receiver.origin) if moved.device is not None \
-                        else UNKNOWN
+                    return replace(moved, kind=None, origin=receiver.origin)
             return self.opaque(call)
         callee = self.value(func)  # self.blocks[i](x), factory()(x)
         if callee.kind == MODULE:
@@ -833,6 +832,8 @@ class Values:
             return self.opaque(call)
         if qual in api.NOT_TENSOR or qual.startswith(api.NOT_TENSOR_PREFIXES):
             return OTHER_VALUE
+        if qual == "torch.load":
+            return Value(origin=call)  # a model, a state dict, a tensor: whatever was saved
         if qual.startswith("torch.nn.") and not qual.startswith(api.TENSOR_NAMESPACES):
             if qual.rsplit(".", 1)[1][:1].isupper():
                 return Value(MODULE, ON_HOST, (("built by `{}`", call),), origin=call)
@@ -848,6 +849,9 @@ class Values:
         or an op on tensors (on the device if any tensor argument is)."""
         model = self.model
         device_arg = keyword(call, "device")
+        if qual in api.FACTORIES and device_arg is None and any(
+                self.value(a.value).kind == TENSOR for a in call.args if not a.star):
+            return self.combine(call, [a.value for a in call.args if not a.star], op=qual)  # normal(mean, std)
         if qual in api.FACTORIES or qual in api.FROM_DATA:
             if device_arg is not None:
                 device, why = self.device_of(device_arg.value)
@@ -919,7 +923,7 @@ def _reaching(bindings: list[Binding], frame: Frame, order: int | None) -> list[
     every earlier one back to the first that surely ran before it (one in an enclosing block, not in a
     branch beside the use). Without an order (a use from an inner function), the same from the end."""
     if order is None:
-        candidates = bindings
+        return bindings  # read later, from a function: any of them may be the one it sees
     else:
         candidates = [b for b in bindings if b.order < order]
         if not candidates:

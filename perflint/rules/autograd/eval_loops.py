@@ -8,6 +8,7 @@ import libcst as cst
 
 from perflint.model.names import dotted
 from perflint.model.program import FileModel
+from perflint.model.steps import Steps
 from perflint.rule import Rule
 from perflint.rules.common import eval_like, module_call, trains
 
@@ -52,9 +53,11 @@ class EvalLoopRule(Rule):
         return True
 
     def finish(self, model: FileModel) -> None:
+        steps = Steps.of(model)
         for func, call in self.candidates.items():
-            if self.keep(func, model):
-                self.report(model, call)
+            step = steps.at(call)
+            if step.hot and self.keep(func, model):  # an evaluation loop over batches, not a one-off call
+                self.report(model, call, evidence=step.why[:2])
 
     def keep(self, func: cst.FunctionDef, model: FileModel) -> bool:
         return True

@@ -1,3 +1,5 @@
+import re
+
 import libcst as cst
 
 from perflint.model.names import dotted, keyword
@@ -65,7 +67,7 @@ and so is `set_to_none=<variable>`.
 
     def visit_Call(self, node: cst.Call, model: FileModel) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute):
+        if not isinstance(func, cst.Attribute) or _accumulates_into_grad(model):
             return
         method = func.attr.value
         if method == "zero_grad":
@@ -84,7 +86,20 @@ and so is `set_to_none=<variable>`.
             self.report(model, node)
 
     def visit_Assign(self, node: cst.Assign, model: FileModel) -> None:
+        if _accumulates_into_grad(model):
+            return
         if model.in_loop and isinstance(node.value, cst.Call) and \
                 model.call_name(node.value) in ("torch.zeros_like", "torch.zeros") and \
                 any(_grad_of(t.target) for t in node.targets) and self._per_step(model):
             self.report(model, node)
+
+
+def _accumulates_into_grad(model: FileModel) -> bool:
+    """`p.grad += g`, `p.grad.add_(g)`: the code adds into existing gradients, so they must be tensors,
+    not None. Zeroing them in place is then what it needs."""
+    found = model._memo.get("accumulates-into-grad")
+    if found is None:
+        text = model.text
+        found = model._memo["accumulates-into-grad"] = bool(
+            re.search(r"\.grad\s*(\+=|-=|\*=)|\.grad(\.data)?\.(add_|sub_|copy_|mul_)\(", text))
+    return found

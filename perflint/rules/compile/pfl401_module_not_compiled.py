@@ -107,7 +107,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
         v = values.value(target)
         if v.kind != MODULE:  # handed to another file: the argument that is the model
             v = next((values.value(a.value) for a in call.args if values.value(a.value).kind == MODULE), v)
-        return v.device == ON_DEVICE or v.device is None and model.facts.device_work
+        return v.device == ON_DEVICE
 
     @staticmethod
     def _module_run(model: FileModel, values: Values, call: cst.Call) -> cst.CSTNode | None:

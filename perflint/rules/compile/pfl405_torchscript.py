@@ -9,6 +9,7 @@ _JIT = {"torch.jit.script", "torch.jit.trace", "torch.jit.trace_module", "torch.
 
 class TorchScript(Rule):
     code = "PFL405"
+    default = False
     name = "torchscript"
     summary = "`torch.jit.script` / `torch.jit.trace`: TorchScript is deprecated in favour of `torch.compile`"
     message = "`{func}` is deprecated and does not fuse on the CPU by default; use `torch.compile` " \

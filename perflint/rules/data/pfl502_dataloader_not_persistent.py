@@ -10,6 +10,7 @@ from perflint.rules.data.loaders import DataLoaderRule, loop_source, workers_arg
 
 class DataLoaderNotPersistent(DataLoaderRule):
     code = "PFL502"
+    default = False
     name = "dataloader-not-persistent"
     summary = "a `DataLoader` with worker processes is iterated epoch after epoch without `persistent_workers=True`"
     message = "every epoch starts and stops this DataLoader's {n} worker processes; pass `persistent_workers=True`"

@@ -3,6 +3,7 @@ import libcst as cst
 from perflint.model.program import FileModel
 
 from perflint.rule import Rule
+from perflint.rules.common import WholeFile
 
 _DATA_PARALLEL = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel",
                   "torch.nn.parallel.data_parallel.DataParallel", "torch.nn.parallel.data_parallel.data_parallel"}
@@ -44,12 +45,16 @@ model = DistributedDataParallel(model.cuda(local_rank), device_ids=[local_rank])
     known_problems = """
 It cannot see how many GPUs the program uses: with one GPU, or none, `DataParallel` just calls the
 module and costs nothing (its reference pair runs that way on the CPU, so the count is not compared).
-For inference on several GPUs the alternative is one process per GPU, not DDP's gradient sync. The
+Quiet in files that never call `.backward()`: for evaluation or inference on several GPUs the
+alternative is one process per GPU, not DDP's gradient sync, and the replication costs little. The
 cost of the per-step copies is measured on machines with several GPUs; perflint's own pairs run on
 one device, so the rule's effect is documented rather than re-measured.
 """
 
-    def visit_Call(self, node: cst.Call, model: FileModel) -> None:
-        qual = model.call_name(node)
-        if qual in _DATA_PARALLEL:
-            self.report(model, node, self.message.format(func=qual.rsplit(".", 1)[1]))
+    def finish(self, model: FileModel) -> None:
+        if WholeFile.of(model).backward is None:
+            return  # evaluation or inference only: DataParallel's replication costs little there, DDP is no fix
+        for call in model.calls:
+            qual = model.call_name(call)
+            if qual in _DATA_PARALLEL:
+                self.report(model, call, self.message.format(func=qual.rsplit(".", 1)[1]))

@@ -17,7 +17,7 @@ from perflint.model import torchapi as api
 from perflint.model.names import dotted, method_name
 from perflint.model.program import FileModel, Frame
 from perflint.model.values import NDARRAY, NUMBER, ON_DEVICE, TENSOR, Values
-from perflint.tree import children, find_all
+from perflint.tree import find_all
 
 _OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power, cst.FloorDivide, cst.Modulo)
 _COMPARE = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
@@ -37,6 +37,7 @@ class Chain:
     statements: list = field(default_factory=list)
     names: list = field(default_factory=list)  # ops' names, for the message
     hint: str = ""
+    large: bool = False  # an operand is activation-sized (not a reduction, a parameter, an index grid)
 
 
 def chains(model: FileModel) -> list[Chain]:
@@ -53,7 +54,8 @@ class _Finder:
         self.values = Values.of(model)
         self.seen: set[cst.CSTNode] = set()
         self.pending: dict[cst.CSTNode, Chain] = {}  # assigned value -> its chain, until its one read
-        self.uses: dict[cst.CSTNode, dict[str, int]] = {}
+        self.loads: dict[str, list] | None = None
+        self.shape_only: set | None = None
 
     def run(self) -> list[Chain]:
         model = self.model
@@ -104,6 +106,7 @@ class _Finder:
             return True
         chain.ops += 1
         chain.names.append(name)
+        chain.large = chain.large or any(self._large(o) for o in operands)
         for operand in operands:
             if not self._count(operand, chain, frame) and isinstance(operand, cst.Name):
                 self._absorb(operand, chain)
@@ -116,6 +119,7 @@ class _Finder:
         if earlier is not None:
             chain.ops += earlier.ops
             chain.names = earlier.names + chain.names
+            chain.large = chain.large or earlier.large
             if self.model.sites[earlier.first][1] < self.model.sites[chain.first][1]:
                 chain.first = earlier.first
             chain.statements = earlier.statements + chain.statements
@@ -181,56 +185,87 @@ class _Finder:
         v = self.values.value(node)
         return v.kind == TENSOR or v.kind is None and v.device == ON_DEVICE
 
+    def _large(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """Whether a tensor has as many elements as the data a step works on: not the 0-dim or pooled output
+        of a reduction, not a module's parameter or buffer (`self.weight`, a per-channel vector), not an index
+        or coordinate grid (`torch.arange`, `linspace`, `meshgrid`). Unknown tensors count as large."""
+        if depth > 4 or isinstance(node, (cst.Integer, cst.Float)):
+            return False
+        if isinstance(node, cst.Name):
+            if "loss" in node.value.lower():
+                return False  # a loss: the 0-dim result of a reduction, by convention
+            source = self.values.source(node)
+            return self._large(source, depth + 1) if source is not None else self._array(node)
+        if isinstance(node, cst.Attribute):
+            if isinstance(node.value, cst.Name) and node.value.value == "self":
+                return False  # a parameter, a buffer or a constant of the module
+            return self._array(node)
+        if isinstance(node, cst.Subscript):
+            return self._large(node.value, depth + 1)
+        if isinstance(node, cst.Call):
+            method = method_name(node)
+            qual = self.model.qualname(node.func) or ""
+            last = qual.rsplit(".", 1)[-1] if qual else method or ""
+            if last in _REDUCTIONS or last in _GRIDS:
+                return False
+            callee = (dotted(node.func) or "").rsplit(".", 1)[-1].lower()
+            if any(w in callee for w in api.LOSS_WORDS):
+                return False  # `criterion(out, y)`, `self.loss_fn(...)`: a 0-dim loss
+            if method in ("view", "reshape", "flatten", "permute", "transpose", "contiguous", "expand", "float",
+                          "half", "to", "type_as", "unsqueeze", "squeeze", "detach", "clone", "repeat"):
+                return self._large(node.func.value, depth + 1)
+        op = self._op(node)
+        if op is not None:
+            return any(self._large(o, depth + 1) for o in op[1])
+        if isinstance(node, cst.Call):
+            args = [a.value for a in node.args if not a.star]
+            if args and all(self._array(a) for a in args[:1]):
+                return any(self._large(a, depth + 1) for a in args)
+        return self._array(node)
+
     def _tensor(self, node: cst.CSTNode) -> bool:
         return self.values.value(node).kind == TENSOR
 
-    def _shape_reads(self, statement: cst.CSTNode, name: str) -> int:
-        """Reads that use only a tensor's shape or type (`x.shape`, `torch.randn_like(x)`), not its data."""
-        n = 0
-        for attr in find_all(statement, cst.Attribute):
-            if attr.attr.value in _SHAPE_ATTRS and isinstance(attr.value, cst.Name) and attr.value.value == name:
-                n += 1
-        for call in find_all(statement, cst.Call):
-            qual = self.model.qualname(call.func) or ""
-            if qual.endswith("_like") and call.args and isinstance(call.args[0].value, cst.Name) \
-                    and call.args[0].value.value == name:
-                n += 1
-        return n
-
     def _reads_after(self, assign: cst.Assign, frame: Frame, name: str) -> int:
-        """How often the value this assignment gives `name` is read: in the statements after it in its
-        block (nested blocks included), up to the next statement that assigns `name` again. Unknown
-        (2) when the assignment's block cannot be found."""
-        block = _block(frame)
-        index = next((i for i, s in enumerate(block) if isinstance(s, cst.SimpleStatementLine)
-                      and any(small is assign for small in s.body)), None)
-        if index is None:
+        """How often the value this assignment gives `name` is read: the loads of `name` in the same scope
+        after it and before the next assignment to `name`, leaving out reads of its shape or type only
+        (`x.shape`, `torch.randn_like(x)`)."""
+        target = assign.targets[0].target
+        bindings = frame.scope.bindings.get(name, [])
+        mine = next((b for b in bindings if b.target is target), None)
+        if mine is None:
             return 2
-        reads = 0
-        for statement in block[index + 1:]:
-            names = find_all(statement, cst.Name)
-            stores = {t.target for t in find_all(statement, (cst.AssignTarget, cst.AugAssign))
-                      if isinstance(t.target, cst.Name) and t.target.value == name}
-            reads += sum(1 for n in names if n.value == name and n not in stores) - self._shape_reads(statement, name)
-            if stores and not isinstance(statement, cst.SimpleStatementLine):
-                return 2  # rebound inside a nested block: where the value flows is beyond a count
-            if stores:
-                break
-        return reads
+        later = [b.order for b in bindings if b.order > mine.order]
+        end = min(later) if later else float("inf")
+        sites, scope, shape_only = self.model.sites, frame.scope, self._shape_only()
+        stores = {b.target for b in bindings}
+        return sum(1 for order, node in self._loads().get(name, ())
+                   if mine.order < order < end and sites[node][0].scope is scope and node not in shape_only
+                   and node not in stores)
+
+    def _loads(self) -> dict[str, list]:
+        """Every Name of the file by its text, with its place in file order."""
+        if self.loads is None:
+            self.loads = {}
+            sites = self.model.sites
+            for node in self.model.nodes(cst.Name):
+                self.loads.setdefault(node.value, []).append((sites[node][1], node))
+        return self.loads
+
+    def _shape_only(self) -> set:
+        """Names read only for their shape or type: `x.shape`, `x.size()`, `torch.randn_like(x)`."""
+        if self.shape_only is None:
+            self.shape_only = {a.value for a in self.model.nodes(cst.Attribute)
+                               if a.attr.value in _SHAPE_ATTRS and isinstance(a.value, cst.Name)}
+            for call in self.model.calls:
+                if call.args and isinstance(call.args[0].value, cst.Name) \
+                        and (self.model.qualname(call.func) or "").endswith("_like"):
+                    self.shape_only.add(call.args[0].value)
+        return self.shape_only
 
 
+_GRIDS = {"arange", "linspace", "logspace", "meshgrid", "eye", "tril_indices", "triu_indices"}
 _SHAPE_ATTRS = {"shape", "size", "device", "dtype", "ndim", "dim"}
-
-
-def _block(frame: Frame) -> list:
-    """The statements of the block a frame's code sits in."""
-    node = frame.node
-    body = getattr(node, "body", None)
-    if isinstance(node, cst.Module):
-        return list(node.body)
-    if isinstance(body, cst.IndentedBlock):
-        return list(body.body)
-    return []
 
 
 _BINARY_NAMES = {cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "div", cst.Power: "pow",

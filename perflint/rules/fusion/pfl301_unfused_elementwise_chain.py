@@ -57,6 +57,42 @@ small tensors).
             step = steps.at(chain.first)
             if not step.hot:
                 continue
+            if not chain.large and not _in_a_python_loop(steps, frame):
+                continue  # a few launches on small tensors (pooled, per-channel, an index grid) per step
+            if _native_fallback(frame):
+                continue
             ops = ", ".join(dict.fromkeys(chain.names))
             self.report(model, chain.first, self.message.format(n=chain.ops, ops=ops, hint=hint(model, chain)),
                         evidence=step.why[:2], end_node=chain.root if chain.root is not chain.first else None)
+
+
+def _in_a_python_loop(steps: Steps, frame) -> bool:
+    """A chain inside a loop of many iterations per step (a GAE over time steps): small tensors, but the
+    launches add up."""
+    loop = frame.loop
+    return loop is not None and steps.loop_kind(loop).kind != "small"
+
+
+# Activations torch has as one fused op: a function or class of this name is a fallback for old versions.
+_NATIVE = {"mish", "hardswish", "hardsigmoid", "swish", "silu", "hardtanh", "softplus", "elu", "selu", "celu",
+           "leakyrelu", "relu6", "gelu", "logsigmoid", "softsign", "tanhshrink"}
+
+
+def _native_fallback(frame) -> bool:
+    """Inside `def mish(x)`, `class HardSwish`, `class MishMe`: a re-implementation of an activation torch
+    ships fused (`F.mish`, `F.hardswish`). Libraries keep these for torch versions without the op and pick
+    the native one otherwise, so the chain does not run on a current install."""
+    function = frame.function
+    names = []
+    if function is not None:
+        names.append(function.name)
+        if function.cls is not None:
+            names.append(function.cls.name)
+    for name in names:
+        key = name.lower().replace("_", "")
+        for suffix in ("me", "jit", "fwd", "bwd", "forward", "backward", "autofn", "fn"):
+            if key.endswith(suffix) and key[: -len(suffix)] in _NATIVE:
+                key = key[: -len(suffix)]
+        if key in _NATIVE:
+            return True
+    return False

@@ -12,6 +12,7 @@ _BUILTINS = {"sum": "{t}.sum(0)", "max": "{t}.amax(0)", "min": "{t}.amin(0)", "a
 
 class PythonIterationOverTensor(Rule):
     code = "PFL303"
+    default = False
     name = "python-iteration-over-tensor"
     summary = "a tensor processed element by element in Python (`sum(t)`, `max(t)`, `for v in t: v.item()`, " \
               "`for i in range(n): t[i] = ...`)"

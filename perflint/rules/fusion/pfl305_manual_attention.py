@@ -44,6 +44,24 @@ def _arg(arg: cst.Arg) -> int | None:
     return int(v.value) if isinstance(v, cst.Integer) else None
 
 
+def _cosine(model, query) -> bool:
+    """`F.normalize(q, dim=-1) @ ...`: cosine attention, as cross-covariance (XCA) uses over channels, where
+    the "sequence" is the channel dimension and flash kernels do not apply."""
+    return isinstance(query, cst.Call) and (model.qualname(query.func) or "").endswith("normalize")
+
+
+def _headless(model, query) -> bool:
+    """q taken from the last dimension (`q, k, v = qkv.unbind(-1)`): one number per token, no head dimension
+    for SDPA to work over."""
+    from perflint.model.values import Values
+
+    source = Values.of(model).source(query) if isinstance(query, cst.Name) else None
+    if isinstance(source, cst.Call) and method_name(source) == "unbind" and source.args:
+        value = source.args[0].value
+        return isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+    return False
+
+
 class ManualAttention(Rule):
     code = "PFL305"
     name = "manual-attention"
@@ -134,6 +152,8 @@ that SDPA cannot express (relative position bias added after the softmax, talkin
         if operands is not None:
             right = _strip(operands[1])
             keys = _transposed(right) or isinstance(right, cst.Name) and self.roles[-1].get(right.value) == "keys"
+            if keys and (_cosine(model, operands[0]) or _headless(model, operands[0])):
+                return None  # cosine (cross-covariance) attention, or q/k without a head dimension: not SDPA's
             return "scores" if keys else None
         if isinstance(node, cst.BinaryOperation):
             return "scores" if "scores" in (self._role(node.left, model), self._role(node.right, model)) else None

@@ -26,8 +26,10 @@ if bad:                        # one sync
     raise FloatingPointError
 """
     known_problems = """
-Reports only conditions it knows are tensors. `if t is None` and `if len(t)` are fine. A `while`
-condition runs every iteration of its own loop.
+Reports only conditions it knows are tensors, and only inside a loop (a step loop, or a loop of a per-step
+function): a data-dependent branch in a `forward` is often on an optional input's path, which a static
+reading cannot tell from the default one. `if t is None` and `if len(t)` are fine. A `while` condition
+runs every iteration of its own loop.
 Like every sync rule, it reports only where the wait is real and costs every step: the code runs on the
 per-step path (a loop over a data loader or over training steps, a module's `forward`, or a function
 this file calls from them; not a loop over epochs, not once every k steps under `if step % k == 0:`),

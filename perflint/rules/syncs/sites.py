@@ -147,6 +147,8 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             site.value = None
         elif _needed_on_host(model, site.node):
             continue
+        elif site.code in ("PFL102", "PFL103") and not _collected(model, site.node):
+            continue
         else:
             v = values.value(site.operand)
             site.value = v
@@ -156,6 +158,8 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
         site.step = step
         if not step.hot:
             continue
+        if site.code == "PFL105" and frame.loop is None:
+            continue  # a branch of a forward or a helper: often an optional input's path; `if t:` in a loop is the pattern
         if site.code == "PFL109" and _timing_or_retry(model, steps, frame):
             waits.append(site)  # a wait all the same: what follows it in the step is free
             continue
@@ -190,17 +194,7 @@ def _needed_on_host(model: FileModel, node: cst.CSTNode) -> bool:
     """A copy whose result goes into host-only code: `envs.step(action.cpu().numpy())`,
     `linear_sum_assignment(cost.cpu())`, or `actions = q.argmax(1).cpu().numpy()` then `envs.step(actions)`.
     The host needs the data every step by design; there is no fix at this line."""
-    parents = model._memo.get("arg-parents")
-    if parents is None:
-        parents = model._memo["arg-parents"] = {}
-        for call in model.calls:
-            for arg in call.args:
-                parents[arg.value] = call
-            if isinstance(call.func, cst.Attribute):
-                parents.setdefault(call.func.value, call)
-        for assign in model.nodes(cst.Assign):
-            if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name):
-                parents.setdefault(assign.value, assign)
+    parents = _parents(model)
     for _ in range(6):
         parent = parents.get(node)
         if parent is None:
@@ -215,6 +209,64 @@ def _needed_on_host(model: FileModel, node: cst.CSTNode) -> bool:
             return False
         return _host_consumer(model, parent)
     return False
+
+
+_SINKS = {"append", "extend", "insert", "update", "add_scalar", "add_scalars", "log", "info", "debug", "write",
+          "print", "log_metrics", "add_histogram"}
+_PASS = {"numpy", "tolist", "item", "detach", "float", "long", "int", "squeeze", "flatten", "reshape", "view",
+         "clone", "cpu"}
+
+
+def _collected(model: FileModel, node: cst.CSTNode) -> bool:
+    """Whether a copy to the host only collects or logs its result, every step: appended to a list (to be
+    concatenated after the loop), accumulated, printed or logged. That the device could keep until the end.
+    A result the host computes with next (a solver's input, an index, a branch, an RPC argument) is not."""
+    parents = _parents(model)
+    for _ in range(6):
+        parent = parents.get(node)
+        if parent is None:
+            return False
+        if isinstance(parent, cst.Assign):
+            return _name_only_collected(model, parent)
+        if isinstance(parent, cst.Call):
+            if isinstance(parent.func, cst.Attribute) and parent.func.value is node:
+                if method_name(parent) in _PASS:
+                    node = parent
+                    continue
+                return False
+            name = (dotted(parent.func) or "").rsplit(".", 1)[-1]
+            return name in _SINKS
+        return False
+    return False
+
+
+def _name_only_collected(model: FileModel, assign: cst.Assign) -> bool:
+    """Whether every later read of the name an assignment binds (in the same function) collects or logs it."""
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return False
+    name = assign.targets[0].target.value
+    frame, order = model.site(assign)
+    reads = [n for n in model.nodes(cst.Name) if n.value == name and model.sites[n][1] > order
+             and model.sites[n][0].function is frame.function and n is not assign.targets[0].target]
+    parents = _parents(model)
+    return bool(reads) and all(isinstance(parents.get(n), cst.Call)
+                               and (dotted(parents[n].func) or "").rsplit(".", 1)[-1] in _SINKS for n in reads)
+
+
+def _parents(model: FileModel) -> dict:
+    """What takes each call's arguments and receivers, and each assignment's value."""
+    parents = model._memo.get("arg-parents")
+    if parents is None:
+        parents = model._memo["arg-parents"] = {}
+        for call in model.calls:
+            for arg in call.args:
+                parents[arg.value] = call
+            if isinstance(call.func, cst.Attribute):
+                parents.setdefault(call.func.value, call)
+        for assign in model.nodes(cst.Assign):
+            if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name):
+                parents.setdefault(assign.value, assign)
+    return parents
 
 
 def _host_consumer(model: FileModel, call: cst.Call) -> bool:
@@ -283,6 +335,8 @@ def _size(model: FileModel, node: cst.CSTNode) -> int:
 
 
 def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev: SyncSite) -> bool:
+    """Whether device work is queued between two waits (a model's forward, `.backward()`, any op whose
+    result is on the device): the second then waits for it again."""
     steps = Steps.of(model)
     calls = site.frame.function.calls if site.frame.function is not None else model.calls
     for call in calls:

@@ -8,6 +8,7 @@ from perflint.rule import Rule
 
 class TensorFromNdarrayCopy(Rule):
     code = "PFL205"
+    default = False
     name = "tensor-from-ndarray-copy"
     summary = "`torch.tensor(ndarray)` copies the array; `torch.from_numpy` / `torch.as_tensor` share its memory"
     message = "`torch.tensor()` of a numpy array allocates and copies it; `torch.from_numpy(a)` (or " \
