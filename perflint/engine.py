@@ -21,7 +21,7 @@ from libcst._nodes.internal import CodegenState
 
 from perflint.model.program import FileModel, Walker
 from perflint.model.project import FileFacts
-from perflint.positions import node_ranges
+from perflint.positions import node_ranges, statement_ranges
 from perflint.tree import children
 from perflint.rule import RULE_CRASHED, SYNTAX_ERROR, Edit, Finding, Fix, Pending, Rule
 
@@ -74,7 +74,7 @@ class Linter:
                     for rule, error in broken.items()]
         pending = [p for p in model.findings if p.rule not in broken]
         if pending:
-            findings.extend(self._place(module, pending, text, path))
+            findings.extend(self._place(model, pending, text, path))
         return findings
 
     def _syntax_error(self, source: bytes | str, path: str, error: Exception) -> Finding:
@@ -97,8 +97,12 @@ class Linter:
     def _tool_finding(tool, path: str, line: int, col: int, message: str) -> Finding:
         return Finding(path, line, col, line, col, tool.code, tool.name, message, tool.severity)
 
-    def _place(self, module: cst.Module, pending: list[Pending], text: str, path: str) -> list[Finding]:
-        ranges = node_ranges(module)
+    def _place(self, model: FileModel, pending: list[Pending], text: str, path: str) -> list[Finding]:
+        module = model.module
+        wanted = {_statement_of(model, n) for p in pending
+                  for n in (p.node, p.fix_node, p.end_node, *(node for _, node in p.evidence)) if n is not None}
+        ranges = {} if not module.body else node_ranges(module) if None in wanted \
+            else statement_ranges(module, text, wanted)
         lines = _PHYSICAL_LINE.findall(text)
         indents = None  # enclosing block indentation of fix targets, computed at the first fix
         out = []
@@ -172,6 +176,18 @@ def _code_in_block(module: cst.Module, node: cst.CSTNode, indent_tokens: list[st
 def _first_line(error: Exception) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def _statement_of(model: FileModel, node: cst.CSTNode) -> int | None:
+    """The top-level statement holding a node, through its first descendant the walk placed (a `WithItem`
+    is not placed, its call is); None if there is none."""
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        if current in model.sites:
+            return model.top_statement(current)
+        todo.extend(reversed(list(children(current))))
+    return None
 
 
 def _suppressed(lines: list[str], rows: tuple[int, int], code: str) -> bool:

@@ -225,6 +225,7 @@ class FileModel:
         self._qualnames: dict[cst.CSTNode, str | None] = {}
         self._memo: dict = {}  # per-question caches of values.py, steps.py and rule families
         self.complete = False  # set once the walk is over: whole-file answers are final from then on
+        self.top_orders: list[int] = []  # the order at which each top-level statement starts
 
     # ---- names ----------------------------------------------------------------------------------------
     def qualname(self, node: cst.CSTNode) -> str | None:
@@ -366,6 +367,12 @@ class FileModel:
         if names is None:
             names = self._memo[key] = _bound_names(node)
         return names
+
+    def top_statement(self, node: cst.CSTNode) -> int:
+        """The index in `module.body` of the top-level statement that holds a node."""
+        from bisect import bisect_right
+
+        return max(bisect_right(self.top_orders, self.sites[node][1]) - 1, 0)
 
     def nodes(self, node_type: type) -> list:
         """Every node of an indexed type (INDEXED), in file order."""
@@ -760,6 +767,12 @@ class Walker:
             attr = cst.Attribute(cst.Name("self"), cst.Name(call.args[0].value.evaluated_value))
             self.bind(attr, "assign", call.args[1].value)
 
+    def _module(self, node: cst.Module) -> None:
+        model = self.model
+        for statement in node.body:
+            model.top_orders.append(model.order + 1)
+            self.walk(statement)
+
     def _global(self, node) -> None:
         for item in node.names:
             if isinstance(item.name, cst.Name):
@@ -815,6 +828,7 @@ _SPECIAL: dict[type, Callable[[Walker, cst.CSTNode], None]] = {
     cst.AugAssign: Walker._aug_assign,
     cst.NamedExpr: Walker._named_expr,
     cst.Expr: Walker._expr,
+    cst.Module: Walker._module,
     cst.Global: Walker._global,
     cst.Nonlocal: Walker._global,
     cst.Del: Walker._del,

@@ -19,8 +19,7 @@ _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*
 _DEVICE_WORK = re.compile(r"\.cuda\(|[\"']cuda|\.to\([^)\n]*(?:device|dev\b|rank|gpu)|device\s*=|torch\.device\(")
 # A call that compiles a model (not `@torch.jit.script` on a helper, not `re.compile`, not a mention in
 # a string or a comment): `torch.compile(model)`, `model.compile()`, `torch.jit.script(model)`.
-_COMPILE = re.compile(r"^(?P<indent>[ \t]*)(?P<code>[^#\n]*?(?:\btorch\.compile\(|(?<!\bre)(?<!regex)\.compile\("
-                      r"|\bjit\.(?:script|trace)\(|_dynamo\.optimize\(|\btorch\.export\.export\())", re.MULTILINE)
+_COMPILE = re.compile(r"(?:\.compile|jit\.script|jit\.trace|_dynamo\.optimize|export\.export)\(")
 _GUARD = re.compile(r"(?:if|elif)\s+(not\s+)?([\w.]+)\s*(?:==\s*True\s*)?:")
 _TRUE_DEFAULTS = (re.compile(r"^[ \t]*(\w+)\s*(?::\s*bool)?\s*=\s*True\b", re.MULTILINE),
                   re.compile(r"add_argument\(\s*['\"]-{1,2}([\w-]+)['\"][^)]*?default\s*=\s*True"),
@@ -93,16 +92,25 @@ class Scan:
         self.custom_to = bool(_CUSTOM_TO.search(text))
         # Each compile call and the flag it sits under (None: it always runs).
         self.compile_guards: list[tuple[str | None, bool]] = []
-        matches = [m for m in _COMPILE.finditer(text) if m.group("code").count('"') % 2 == 0
-                   and m.group("code").count("'") % 2 == 0
-                   and _compiles_a_model(text[m.start():text.find("\n", m.end())])]
-        if matches:
+        calls = []  # (row, indent) of each compile call, found by token then checked on its own line
+        for m in _COMPILE.finditer(text) if "compile(" in text or "jit." in text or "export(" in text \
+                or "optimize(" in text else ():
+            if text.endswith(("re", "regex"), 0, m.start()):
+                continue  # `re.compile(...)`
+            start = text.rfind("\n", 0, m.start()) + 1
+            end = text.find("\n", m.end())
+            line = text[start:end if end != -1 else len(text)]
+            before = text[start:m.start()]
+            if "#" in before or before.count('"') % 2 or before.count("'") % 2 or not _compiles_a_model(line):
+                continue  # in a comment or a string, or compiling a helper rather than a model
+            calls.append((text.count("\n", 0, start), len(line) - len(line.lstrip())))
+        if calls:
             lines = text.splitlines()
             entry = "__main__" in text
-            for m in matches:
-                self.compile_guards.append(_guard(lines, text.count("\n", 0, m.start()), len(m.group("indent")), entry))
+            for row, indent in calls:
+                self.compile_guards.append(_guard(lines, row, indent, entry))
         self.true_defaults = {n.replace("-", "_") for pattern in _TRUE_DEFAULTS for n in pattern.findall(text)} \
-            if matches or "True" in text else set()
+            if calls or "True" in text else set()
 
     def compiled_by_default(self, true_defaults: set[str]) -> bool:
         """Whether one of its compile calls runs without a flag, or under a flag that defaults to on."""

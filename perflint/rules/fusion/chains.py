@@ -55,6 +55,7 @@ class _Finder:
         self.seen: set[cst.CSTNode] = set()
         self.pending: dict[cst.CSTNode, Chain] = {}  # assigned value -> its chain, until its one read
         self.loads: dict[str, list] | None = None
+        self.large: dict[cst.CSTNode, bool] = {}
         self.shape_only: set | None = None
 
     def run(self) -> list[Chain]:
@@ -189,11 +190,16 @@ class _Finder:
         """Whether a tensor has as many elements as the data a step works on: not the 0-dim or pooled output
         of a reduction, not a module's parameter or buffer (`self.weight`, a per-channel vector), not an index
         or coordinate grid (`torch.arange`, `linspace`, `meshgrid`). Unknown tensors count as large."""
-        if depth > 4 or isinstance(node, (cst.Integer, cst.Float)):
+        found = self.large.get(node)
+        if found is None:
+            self.large[node] = False  # a cycle through names says nothing
+            found = self.large[node] = self._large_uncached(node, depth)
+        return found
+
+    def _large_uncached(self, node: cst.CSTNode, depth: int) -> bool:
+        if depth > 12 or isinstance(node, (cst.Integer, cst.Float)):
             return False
         if isinstance(node, cst.Name):
-            if "loss" in node.value.lower():
-                return False  # a loss: the 0-dim result of a reduction, by convention
             source = self.values.source(node)
             return self._large(source, depth + 1) if source is not None else self._array(node)
         if isinstance(node, cst.Attribute):
