@@ -115,11 +115,12 @@ def main() -> int:
     p.add_argument("--select", nargs="*", help="rule codes or prefixes (default: the rules on by default)")
     p.add_argument("--unlabelled", type=Path, help="write findings without a verdict here (JSON lines)")
     p.add_argument("--misses", type=Path, help="write labelled instances no rule reports here (JSON lines)")
+    p.add_argument("--findings", type=Path, help="write every finding here (JSON lines: compare two runs)")
     args = p.parse_args()
     rules = all_rules()
     counts: dict[str, Counter] = defaultdict(Counter)
     recall: dict[str, Counter] = defaultdict(Counter)
-    unlabelled, misses = [], []
+    unlabelled, misses, everything = [], [], []
     for repo in corpus():
         if args.role != "all" and repo["role"] != args.role:
             continue
@@ -131,6 +132,8 @@ def main() -> int:
                 continue
             key = (f.path, f.line, f.code)
             row = verdicts.get(key)
+            everything.append({"repo": repo["name"], "path": f.path, "line": f.line, "code": f.code,
+                               "verdict": row["verdict"] if row else None, "message": f.message})
             counts[f.code]["findings"] += 1
             if row is None:
                 counts[f.code]["unlabelled"] += 1
@@ -176,6 +179,8 @@ def main() -> int:
             print(f"{family:14} {r['instances']:9} {r['found']:6} {100 * r['found'] / r['instances']:6.0f}%")
     if args.unlabelled is not None:
         args.unlabelled.write_text("".join(json.dumps(u) + "\n" for u in unlabelled))
+    if args.findings is not None:
+        args.findings.write_text("".join(json.dumps(f) + "\n" for f in everything))
     if args.misses is not None:
         args.misses.write_text("".join(json.dumps(m) + "\n" for m in misses))
     return 0

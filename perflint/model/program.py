@@ -765,7 +765,7 @@ class Walker:
                 and isinstance(call.args[0].value, cst.SimpleString) \
                 and isinstance(call.args[0].value.evaluated_value, str):
             attr = cst.Attribute(cst.Name("self"), cst.Name(call.args[0].value.evaluated_value))
-            self.bind(attr, "assign", call.args[1].value)
+            self.bind(attr, "buffer", call.args[1].value)
 
     def _module(self, node: cst.Module) -> None:
         model = self.model

@@ -162,8 +162,12 @@ class Steps:
             return LoopKind(NEUTRAL)
         work = self.step_work(calls)
         if work is not None:
+            # In a module's own methods (an RNN over time steps), a loop of submodule calls is part of one
+            # forward, not a loop of steps: it does not make the loops that call it outer loops.
+            within = self.values.in_module_class(node) and not any(
+                method_name(c) in ("backward", "step") for c in calls)
             return LoopKind(STEP, ((f"runs every step: each iteration runs `{{}}`", work),
-                                   ("loop at `{}`", _header(node))))
+                                   ("loop at `{}`", _header(node))), device_ops_only=within)
         device_op = self.device_work(frame, calls)
         if device_op is not None:  # a Python loop of device ops (GAE over time steps): its own steps
             return LoopKind(STEP, (("runs every iteration of a loop of device ops: `{}`", device_op),

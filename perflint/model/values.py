@@ -209,6 +209,12 @@ class Values:
 
     def lookup(self, name: str, frame: Frame, order: int) -> Value | None:
         """The value of `name` as seen at (frame, order): the bindings of the innermost scope that binds it."""
+        bindings = self.reaching(name, frame, order)
+        return None if bindings is None else join([self.binding(b) for b in bindings])
+
+    def reaching(self, name: str, frame: Frame, order: int) -> list[Binding] | None:
+        """The bindings of `name` that may be the one seen at (frame, order), from the innermost scope that
+        binds it; None where no scope does."""
         scope = frame.scope
         first, same_time = True, True
         while scope is not None:
@@ -220,16 +226,37 @@ class Values:
                 continue
             bindings = scope.bindings.get(name)
             if bindings:
-                return join([self.binding(b) for b in _reaching(bindings, frame, order if same_time else None)])
+                return _reaching(bindings, frame, order if same_time else None)
             if scope.kind in ("function", "lambda"):
                 same_time = False  # an enclosing scope's names are read when the function runs: later
             scope = scope.parent
             first = False
         return None
 
-    def source(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """For a name, the expression its last reaching binding assigned (`b_inds[start:end]` for
-        `mb_inds`), where a finding about the value belongs; None for anything else."""
+    def source(self, node: cst.CSTNode, unpacked: bool = False) -> cst.CSTNode | None:
+        """For a name, the expression its binding assigned (`b_inds[start:end]` for `mb_inds`), where a
+        finding about the value belongs: the one binding that reaches, or the one under an `if` over the
+        value before it. None for anything else, or where assignments in branches reach (`if a: x = f(x)`
+        / `else: x = g(x)`). A name unpacked from a tuple (`q, k, v = qkv.unbind(-1)`) has its own value,
+        not the expression's: its source is that expression only when asked for with `unpacked`."""
+        reaching = self._reaching_name(node)
+        if not reaching or len(reaching) > 2 or len(reaching) == 2 \
+                and not reaching[1].frame.encloses(self._site(node)[0]):
+            return None
+        b = reaching[0]
+        if b.how not in ("assign", "walrus") or b.path and not unpacked:
+            return None
+        return b.value
+
+    def sources(self, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+        """For a name, the expressions of every assignment that may reach it; None if another kind of
+        binding (a parameter, a loop variable, an unpacking) may."""
+        reaching = self._reaching_name(node)
+        if not reaching or any(b.how not in ("assign", "walrus") or b.path for b in reaching):
+            return None
+        return [b.value for b in reaching]
+
+    def _reaching_name(self, node: cst.CSTNode) -> list[Binding] | None:
         if not isinstance(node, cst.Name):
             return None
         frame, order = self._site(node)
@@ -237,9 +264,7 @@ class Values:
         while scope is not None:
             bindings = scope.bindings.get(node.value)
             if bindings:
-                reaching = _reaching(bindings, frame, order if scope is frame.scope else None)
-                b = reaching[0] if reaching else None
-                return b.value if b is not None and b.how in ("assign", "walrus") else None
+                return _reaching(bindings, frame, order if scope is frame.scope else None)
             scope = scope.parent
         return None
 
@@ -292,6 +317,8 @@ class Values:
             if before is None:
                 before = self.guess(name, node.target) if name else UNKNOWN
             return _arith(node, [before, right], keep_origin=True)
+        if how == "buffer":  # `self.register_buffer(name, t)`: it moves with the module
+            return _follows_module(self.value(b.value))
         if how == "param":
             return self.param(b.value, b.target)
         if how == "annotation":
@@ -375,7 +402,36 @@ class Values:
             found = self._bound_callable(head, frame, order)
             if isinstance(found, ClassInfo):
                 return self.method(found, attr)
+        if isinstance(func, cst.Attribute):
+            cls = self.instance_class(func.value)  # `agent.get_action(x)`, agent = Agent(envs).to(device)
+            if cls is not None:
+                return self.method(cls, func.attr.value)
         return None
+
+    def instance_class(self, expr: cst.CSTNode, depth: int = 0) -> ClassInfo | None:
+        """The class of this file that an expression is an instance of, read from the code alone
+        (`agent = Agent(envs).to(device)`; `self.net = Net()`), not from values: `callee` runs while
+        values are being worked out."""
+        if depth > 4:
+            return None
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Name):
+                found = self._bound_callable(func.value, *self._site(expr))
+                return found if isinstance(found, ClassInfo) else None
+            if isinstance(func, cst.Attribute) and func.attr.value in api.MODULE_SELF_METHODS:
+                return self.instance_class(func.value, depth + 1)  # `Net().to(device)`, `.eval()`
+            return None
+        bindings = None
+        if isinstance(expr, cst.Name):
+            bindings = self.reaching(expr.value, *self._site(expr))
+        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            function = self._site(expr)[0].function
+            cls = function.cls if function is not None else None
+            bindings = cls.attrs.get(expr.attr.value) if cls is not None else None
+        found = {self.instance_class(b.value, depth + 1) for b in bindings or ()
+                 if b.how in ("assign", "walrus") and not b.path}
+        return found.pop() if len(found) == 1 else None
 
     def _bound_callable(self, name: str, frame: Frame, order: int):
         scope = frame.scope
@@ -486,6 +542,9 @@ class Values:
         if base.kind == MODULE:
             if attr in api.MODULE_TENSOR_ATTRS:
                 return Value(TENSOR, base.device, base.why)
+            item = self._container_item(base, attr)
+            if item is not None:
+                return item
             if attr == "device":
                 return Value(DEVICE, base.device, base.why)
         if attr in ("shape", "ndim", "dtype"):
@@ -499,6 +558,25 @@ class Values:
             return self.guess(name, node)
         return UNKNOWN
 
+    def _container_item(self, container: Value, key: str) -> Value | None:
+        """`self.transformer.h` of `nn.ModuleDict(dict(h=nn.ModuleList(...), ...))` or of a dict literal:
+        the submodule under that key, living where its container lives."""
+        origin = container.origin
+        if not isinstance(origin, cst.Call) or not origin.args \
+                or self.model.qualname(origin.func) not in ("torch.nn.ModuleDict", "torch.nn.ParameterDict"):
+            return None
+        entries = origin.args[0].value
+        found = None
+        if isinstance(entries, cst.Dict):
+            found = next((e.value for e in entries.elements if isinstance(e, cst.DictElement)
+                          and isinstance(e.key, cst.SimpleString) and e.key.evaluated_value == key), None)
+        elif isinstance(entries, cst.Call) and isinstance(entries.func, cst.Name) and entries.func.value == "dict":
+            found = next((a.value for a in entries.args if a.keyword is not None and a.keyword.value == key), None)
+        if found is None:
+            return None
+        v = self.value(found)
+        return replace(v, device=container.device) if v.kind in (MODULE, TENSOR) else v
+
     def self_attribute(self, attr: str, frame: Frame) -> Value | None:
         function = frame.function
         while function is not None and function.cls is None and function.frame is not None \
@@ -511,7 +589,11 @@ class Values:
             seen.add(cls.name)
             bindings = cls.attrs.get(attr)
             if bindings:
-                return join([self.binding(b) for b in bindings])
+                v = join([self.binding(b) for b in bindings])
+                if v.kind == MODULE or v.kind == TENSOR and isinstance(v.origin, cst.Call) \
+                        and self.model.qualname(v.origin.func) == "torch.nn.Parameter":
+                    return _follows_module(v)  # a submodule or parameter lives wherever its owner is moved
+                return v
             cls = next((self.model.classes.get(b.rsplit(".", 1)[-1]) for b in cls.bases
                         if b.rsplit(".", 1)[-1] in self.model.classes), None)
         return None
@@ -581,7 +663,7 @@ class Values:
             if own.kind == MODULE:
                 return self.module_output(call, own)
             if own.kind is None and isinstance(func.value, cst.Name) and func.value.value == "self" \
-                    and self._in_module_class(call):
+                    and self.in_module_class(call):
                 return self.module_output(call, Value(MODULE))  # a submodule built where this file cannot see
             if own.kind == LOADER:
                 return own
@@ -598,7 +680,7 @@ class Values:
             return self.module_output(call, callee)
         return self.opaque(call)
 
-    def _in_module_class(self, node: cst.CSTNode) -> bool:
+    def in_module_class(self, node: cst.CSTNode) -> bool:
         function = self._site(node)[0].function
         while function is not None and function.cls is None and function.frame is not None \
                 and function.frame.parent is not None:
@@ -681,6 +763,9 @@ class Values:
         info = self.callee(call)
         if info is not None:
             return self.returned(info, call)
+        own = self.value(call.func)  # `self.transformer.ln_f(x)`: a submodule of a ModuleDict
+        if own.kind == MODULE:
+            return self.module_output(call, own)
         return UNKNOWN
 
     def tensor_method(self, call: cst.Call, tensor: Value, method: str) -> Value:
@@ -711,7 +796,7 @@ class Values:
             return replace(tensor, items=None, element=None)
         if method == "type_as" and call.args:  # `ones(n).type_as(x)`: to x's dtype and device
             other = self.value(call.args[0].value)
-            if other.kind == TENSOR and other.device == ON_DEVICE:
+            if other.kind in (TENSOR, None) and other.device == ON_DEVICE:
                 return Value(TENSOR, ON_DEVICE, _why(("moved by `{}`", call), other.why))
         return replace(tensor, items=None, element=None)
 
@@ -931,10 +1016,34 @@ def _reaching(bindings: list[Binding], frame: Frame, order: int | None) -> list[
             return [b for b in bindings if frame.loop is not None and b.frame.loop is frame.loop] or bindings[-1:]
     out = []
     for b in reversed(candidates):
+        if _exclusive(b.frame, frame):
+            continue  # set in the `if` body, read in its `else`
         out.append(b)
         if b.frame.encloses(frame) or b.how == "param":
             break
     return out
+
+
+def _exclusive(first: Frame, second: Frame) -> bool:
+    """Whether code in `first` and code in `second` never both run: one in an `if`'s body, the other in
+    its `else` (or `elif`)."""
+    bodies = {f.node: f for f in first.chain() if isinstance(f.node, cst.If)}
+    if not bodies:
+        return False
+    for f in second.chain():
+        if f.kind == "branch":
+            body = next((b for node, b in bodies.items() if node.orelse is f.node), None)
+            if body is not None and body.parent is f.parent:
+                return True
+    return False
+
+
+def _follows_module(v: Value) -> Value:
+    """A submodule, parameter or buffer built on the host: `.to(device)` of its owner takes it along, so
+    where it lives is where the owner lives (unknown here)."""
+    if v.device != ON_HOST or v.why[:1] and v.why[0][0].startswith("moved"):
+        return v
+    return replace(v, device=None)
 
 
 def project(v: Value, path: tuple) -> Value:

@@ -177,9 +177,9 @@ class _Finder:
                     and isinstance(node.args[0].value, (cst.List, cst.Tuple, cst.Integer, cst.Float)):
                 return False  # a constant of a few elements
         if isinstance(node, cst.Name) and depth < 3:
-            source = self.values.source(node)
-            if source is not None:
-                return self._array(source, depth + 1)
+            sources = self.values.sources(node)
+            if sources:
+                return any(self._array(s, depth + 1) for s in sources)
         op = self._op(node) if depth < 4 else None
         if op is not None:
             return any(self._array(o, depth + 1) for o in op[1])
@@ -200,8 +200,8 @@ class _Finder:
         if depth > 12 or isinstance(node, (cst.Integer, cst.Float)):
             return False
         if isinstance(node, cst.Name):
-            source = self.values.source(node)
-            return self._large(source, depth + 1) if source is not None else self._array(node)
+            sources = self.values.sources(node)
+            return any(self._large(s, depth + 1) for s in sources) if sources else self._array(node)
         if isinstance(node, cst.Attribute):
             if isinstance(node.value, cst.Name) and node.value.value == "self":
                 return False  # a parameter, a buffer or a constant of the module

@@ -55,7 +55,7 @@ def _headless(model, query) -> bool:
     for SDPA to work over."""
     from perflint.model.values import Values
 
-    source = Values.of(model).source(query) if isinstance(query, cst.Name) else None
+    source = Values.of(model).source(query, unpacked=True) if isinstance(query, cst.Name) else None
     if isinstance(source, cst.Call) and method_name(source) == "unbind" and source.args:
         value = source.args[0].value
         return isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)

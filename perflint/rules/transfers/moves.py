@@ -44,7 +44,7 @@ def device_move(model: FileModel, call: cst.Call) -> Move | None:
     values = Values.of(model)
     if method == "type_as" and len(call.args) == 1:
         other = values.value(call.args[0].value)
-        if other.kind == TENSOR and other.device is not None:
+        if other.kind in (TENSOR, None) and other.device is not None:  # None: something known to be moved
             return Move(call, "cpu" if other.device == ON_HOST else "cuda", None, False, plain=False,
                         why=(("moved by `{}`", call), *other.why[:1]))
         return None

@@ -94,7 +94,9 @@ random factories, whose device generator draws other numbers than the CPU's for 
 
 
 def _made_by_numpy(model: FileModel, values: Values, origin: cst.Call) -> bool:
-    if not origin.args:
+    """`torch.from_numpy(np.random.choice(...))`, or of a local name holding such an array; not a read
+    from a store the code fills (`self.buffer_obs[indices]` of a replay buffer made with `np.zeros`)."""
+    if not origin.args or not isinstance(origin.args[0].value, (cst.Name, cst.Call)):
         return False
     v = values.value(origin.args[0].value)
     if v.kind != NDARRAY or not isinstance(v.origin, cst.Call):
