@@ -124,6 +124,11 @@ class Steps:
             outer = self.at(call)
             if outer.hot:
                 return Step(True, ((f"`{info.qualname}` is called every step by `{{}}`", call), *outer.why[:2]))
+        for call in self.values.passed().get(info, ()):
+            outer = self.at(call)
+            if outer.hot:
+                return Step(True, ((f"`{info.qualname}` is handed to `{{}}`, which runs every step", call),
+                                   *outer.why[:2]))
         return NOT_PER_STEP
 
     # ---- loops --------------------------------------------------------------------------------------------
@@ -155,7 +160,13 @@ class Steps:
                 return LoopKind(STEP, (("runs every step: loop over `{}`", source),))
         inner = self.inner_step_loop(frame, calls)
         if inner is not None:
-            return LoopKind(OUTER, inner)
+            # An RL loop steps the environment and updates the critic itself, with a few actor updates in
+            # an inner loop: it is a loop of steps all the same. An epoch loop does neither itself.
+            own = next((c for c in calls if model.sites[c][0].loop is frame and self._trains(c)), None)
+            if own is None:
+                return LoopKind(OUTER, inner)
+            return LoopKind(STEP, ((f"runs every step: each iteration runs `{{}}`", own),
+                                   ("loop at `{}`", _header(node))))
         if iterable is not None and self._few(iterable, sources):
             return LoopKind(SMALL)
         if iterable is not None and _over_model_tensors(sources):
@@ -217,15 +228,30 @@ class Steps:
 
     def gate_does_step_work(self, gate: Frame) -> bool:
         """`if step % train_frequency == 0: ... loss.backward(); opt.step()`: a training step taken every k
-        iterations is still a step; only a block that logs or checks something is a gate."""
+        iterations is still a step; a block that logs, checks or evaluates (`estimate_loss()`, a loop over
+        the validation set) is a gate."""
         key = ("gate-work", gate)
         found = self.model._memo.get(key)
         if found is None:
             sites = self.model.sites
-            found = any(gate.encloses(sites[call][0]) and self.is_step_work(call) for call in gate.function.calls) \
-                if gate.function is not None else \
-                any(gate.encloses(sites[call][0]) and self.is_step_work(call) for call in self.model.calls)
+            calls = gate.function.calls if gate.function is not None else self.model.calls
+            found = any(gate.encloses(sites[call][0]) and self.trains(call) for call in calls)
             self.model._memo[key] = found
+        return found
+
+    def trains(self, call: cst.Call, depth: int = 0) -> bool:
+        """Whether a call takes a training step: `loss.backward()`, `optimizer.step()`, or a function of
+        this file that does (`update()`, `train_step(batch)`)."""
+        if self._trains(call):
+            return True
+        callee = self.values.callee(call)
+        if callee is None or callee.name == "__init__" or depth >= 3:
+            return False
+        key = ("trains", callee)
+        found = self.model._memo.get(key)
+        if found is None:
+            self.model._memo[key] = False  # a cycle of calls
+            found = self.model._memo[key] = any(self.trains(c, depth + 1) for c in callee.calls)
         return found
 
     def calls_in(self, frame: Frame) -> list[cst.Call]:
@@ -300,7 +326,9 @@ class Steps:
                 return call
         return None
 
-    def is_step_work(self, call: cst.Call, depth: int = 0) -> bool:
+    def _trains(self, call: cst.Call) -> bool:
+        """`loss.backward()`, `optimizer.step()`, `scaler.step(opt)`, `envs.step(actions)`: a call that
+        only a training (or acting) step makes."""
         method = method_name(call)
         receiver = (dotted(call.func.value) or "").lower() if isinstance(call.func, cst.Attribute) else ""
         if method == "backward":
@@ -310,7 +338,10 @@ class Steps:
                 return True
             if self.values.value(call.func.value).kind == OPTIMIZER:
                 return True
-        if self.model.qualname(call.func) == "torch.autograd.backward":
+        return self.model.qualname(call.func) == "torch.autograd.backward"
+
+    def is_step_work(self, call: cst.Call, depth: int = 0) -> bool:
+        if self._trains(call):
             return True
         callee = self.values.callee(call)
         if callee is not None:

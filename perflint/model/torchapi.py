@@ -53,6 +53,13 @@ SCALAR_METHODS = frozenset({"item", "tolist", "size", "dim", "ndimension", "nume
                             "data_ptr", "is_contiguous", "stride", "get_device", "is_floating_point",
                             "is_complex", "storage_offset", "__len__", "equal", "untyped_storage",
                             "register_hook", "is_pinned", "is_shared", "type"})
+# Methods only a tensor has (NumPy arrays, lists and most other objects do not): a result of one of them on
+# something unknown is a tensor. Names NumPy shares (`sum`, `cumsum`, `reshape`, `max`) are left out.
+TENSOR_ONLY_METHODS = frozenset({"unsqueeze", "permute", "masked_fill", "masked_fill_", "softmax", "log_softmax",
+                                 "sigmoid", "contiguous", "detach", "expand", "expand_as", "repeat_interleave",
+                                 "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor", "view_as",
+                                 "narrow", "unbind", "bmm", "clamp", "clamp_min", "clamp_max", "rsqrt", "type_as",
+                                 "index_select", "gather", "scatter_add", "masked_select", "addcmul", "lerp"})
 # Attributes of a tensor that hold Python values; and those that hold tensors on the same device.
 PYTHON_ATTRS = frozenset({"shape", "dtype", "ndim", "is_cuda", "requires_grad", "is_leaf", "layout", "itemsize",
                           "nbytes", "names", "is_sparse", "is_quantized", "is_meta", "grad_fn"})

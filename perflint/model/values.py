@@ -98,9 +98,13 @@ def join(values: list[Value]) -> Value:
     devices = {v.device for v in values}
     device = ON_DEVICE if ON_DEVICE in devices else (ON_HOST if devices == {ON_HOST} else None)
     pick = next((v for v in values if v.kind == kind and v.device == device), values[0])
+    origin = pick.origin if device == ON_HOST else None
+    if kind in (MODULE, None):  # built in two branches (`if pretrained: ... else: ...`): the first one
+        first = next((v.origin for v in reversed(values) if v.origin is not None), None)  # latest first
+        origin = pick.origin or first if kind == MODULE else first
     return Value(kind, device, pick.why if kind is not None or device is not None else (),
                  pick.items if all(v.items == pick.items for v in values) else None,
-                 pick.element, pick.origin if device == ON_HOST else None, pick.loader, pick.function, pick.cls)
+                 pick.element, origin, pick.loader, pick.function, pick.cls)
 
 
 class Values:
@@ -380,8 +384,12 @@ class Values:
     def callee(self, call: cst.Call) -> FunctionInfo | None:
         """The function of this file that a call runs: `f(...)`, `self.m(...)`, `Cls.m(...)`, `Cls(...)`
         (its `__init__`), when the model can tell."""
-        func = call.func
-        frame, order = self._site(call)
+        return self.function_at(call.func, call)
+
+    def function_at(self, func: cst.CSTNode, site: cst.CSTNode) -> FunctionInfo | None:
+        """The function of this file an expression names at a place: `f`, `self.m`, `Cls.m`, `Cls` (its
+        `__init__`), `agent.act` of an instance of a class of this file."""
+        frame, order = self._site(site)
         if isinstance(func, cst.Name):
             found = self._bound_callable(func.value, frame, order)
             if isinstance(found, FunctionInfo):
@@ -407,6 +415,20 @@ class Values:
             if cls is not None:
                 return self.method(cls, func.attr.value)
         return None
+
+    def passed(self) -> dict[FunctionInfo, list[cst.Call]]:
+        """Each function of the file and the calls that are handed it as an argument (`checkpoint(
+        self._forward, x)`, `map(f, xs)`): they may run it then and there."""
+        found = self.model._memo.get("passed-functions")
+        if found is None:
+            found = self.model._memo["passed-functions"] = {}
+            for call in self.model.calls:
+                for arg in call.args:
+                    if isinstance(arg.value, (cst.Name, cst.Attribute)):
+                        info = self.function_at(arg.value, call)
+                        if info is not None and info.name != "__init__":
+                            found.setdefault(info, []).append(call)
+        return found
 
     def instance_class(self, expr: cst.CSTNode, depth: int = 0) -> ClassInfo | None:
         """The class of this file that an expression is an instance of, read from the code alone
@@ -647,6 +669,10 @@ class Values:
             if receiver.kind == TENSOR or receiver.kind is None and receiver.device == ON_DEVICE \
                     and method in ("item", "tolist", "cpu", "numpy", "to", "cuda"):
                 return self.tensor_method(call, receiver, method)
+            if receiver.kind is None and (method in api.TENSOR_ONLY_METHODS or method not in api.MODULE_SELF_METHODS
+                                          and _dtype_argument(self.model, call)):
+                # `mask.unsqueeze(1)`, `m.cumsum(1, dtype=torch.float32)`: only a tensor has these
+                return self.tensor_method(call, Value(TENSOR, receiver.device, receiver.why), method)
             if receiver.kind is None and receiver.device == ON_DEVICE and method not in ("add", "append", "extend"):
                 return Value(None, ON_DEVICE, _why(("`{}`", call), receiver.why))  # `rb.sample(n)` of a device buffer
             if receiver.kind == NDARRAY:
@@ -1072,6 +1098,12 @@ def element_of(v: Value) -> Value:
     if v.kind == MODULE:
         return v
     return UNKNOWN
+
+
+def _dtype_argument(model: FileModel, call: cst.Call) -> bool:
+    """A method call given a torch dtype (`x.cumsum(1, dtype=torch.float32)`, `x.to(torch.half)`)."""
+    return any(model.qualname(a.value) in api.DTYPES for a in call.args
+               if isinstance(a.value, cst.Attribute))
 
 
 def _constructs(node: cst.CSTNode) -> bool:
