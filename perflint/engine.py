@@ -19,6 +19,7 @@ from typing import Callable, Iterable
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from perflint.model.crossfile import FileResult, calls_out
 from perflint.model.program import FileModel, Walker
 from perflint.model.project import FileFacts
 from perflint.positions import node_ranges, statement_ranges
@@ -41,17 +42,25 @@ class Linter:
 
     def lint_source(self, source: bytes | str, path: str, facts: FileFacts | None = None) -> list[Finding]:
         """Findings for one file's content; never raises for bad input. `facts` come from the whole run
-        (model/project.py); without them the file is judged on its own text."""
+        (model/project.py); without them the file is judged on its own text. Findings that depend on
+        other files calling this one every step are left out: see `lint_file`."""
+        return self.lint_file(source, path, facts, calls=False).findings
+
+    def lint_file(self, source: bytes | str, path: str, facts: FileFacts | None = None,
+                  calls: bool = True) -> FileResult:
+        """`lint_source`, plus what the run needs to judge this file together with the others: the
+        findings that hold if another file calls one of its functions every step, and its own calls
+        out (model/crossfile.py)."""
         text = _decoded(source)
         if facts is None:
             facts = FileFacts.alone(text, path)
         rules = self.rules if facts.torch else [r for r in self.rules if not r.torch_only]
         if not rules or _FILE_NOQA.search(text):
-            return []
+            return FileResult()
         try:
             module = cst.parse_module(source)
         except Exception as e:  # the parser's errors are not all ParserSyntaxError (NUL bytes, bad cookies)
-            return [self._syntax_error(source, path, e)]
+            return FileResult([self._syntax_error(source, path, e)])
         if isinstance(source, bytes):
             try:
                 text = source.decode(module.encoding).lstrip("\ufeff")
@@ -59,8 +68,8 @@ class Linter:
                 pass
         model = FileModel(path, module, facts, text)
         broken: dict[Rule, str] = {}
-        visits, leaves = self._tables[facts.torch]
-        walker = Walker(model, visits, leaves, broken)
+        visits, leaves, calls_by_name = self._tables[facts.torch]
+        walker = Walker(model, visits, leaves, broken, calls_by_name)
         try:
             walker.walk(module)
             model.complete = True
@@ -68,14 +77,18 @@ class Linter:
                 finish = getattr(rule, "finish", None)
                 if finish is not None and rule not in broken:
                     walker.call(rule, finish, model)
+            out = calls_out(model) if calls else []
         except RecursionError:
-            return [self._tool_finding(SYNTAX_ERROR, path, 1, 1, "cannot analyse: the code is nested too deeply")]
-        findings = [self._tool_finding(RULE_CRASHED, path, 1, 1, f"{rule.code} ({rule.name}) raised {error}")
-                    for rule, error in broken.items()]
-        pending = [p for p in model.findings if p.rule not in broken]
+            return FileResult([self._tool_finding(SYNTAX_ERROR, path, 1, 1,
+                                                  "cannot analyse: the code is nested too deeply")])
+        result = FileResult([self._tool_finding(RULE_CRASHED, path, 1, 1, f"{rule.code} ({rule.name}) raised {error}")
+                             for rule, error in broken.items()])
+        pending = [p for p in model.findings if p.rule not in broken and (calls or not p.requires)]
         if pending:
-            findings.extend(self._place(model, pending, text, path))
-        return findings
+            for f in self._place(model, pending, text, path):
+                (result.conditional if f.requires else result.findings).append(f)
+        result.calls = out
+        return result
 
     def _syntax_error(self, source: bytes | str, path: str, error: Exception) -> Finding:
         """Python's own compiler says best where and why a file is broken; libcst's message is the
@@ -125,23 +138,29 @@ class Linter:
             evidence = tuple(_evidence(module, ranges, text, node) for text, node in p.evidence
                              if node is None or node in ranges)
             out.append(Finding(path, line, col + 1, end_line, end_col + 1, p.rule.code, p.rule.name,
-                               p.message, p.rule.severity, fix, evidence))
+                               p.message, p.rule.severity, fix, evidence, p.requires))
         return out
 
 
-def _hooks(rules: list[Rule]) -> tuple[dict, dict]:
-    """The rules' visit_<Node> and leave_<Node> methods by node type."""
+def _hooks(rules: list[Rule]) -> tuple[dict, dict, dict]:
+    """The rules' visit_<Node> and leave_<Node> methods by node type, and the `visit_Call` methods of rules
+    with `call_names` by callee name."""
     visits: dict[type, list[Callable]] = {}
     leaves: dict[type, list[Callable]] = {}
+    by_name: dict[str, list[Callable]] = {}
     for rule in rules:
         for attr in dir(type(rule)):
             if attr.startswith("visit_") or attr.startswith("leave_"):
                 node_type = getattr(cst, attr[6:], None)
                 if node_type is None:
                     raise RuntimeError(f"{rule.code}: {attr} names no libcst node type")
+                if attr == "visit_Call" and rule.call_names is not None:
+                    for name in rule.call_names:
+                        by_name.setdefault(name, []).append(rule.visit_Call)
+                    continue
                 table = visits if attr[0] == "v" else leaves
                 table.setdefault(node_type, []).append(getattr(rule, attr))
-    return visits, leaves
+    return visits, leaves, by_name
 
 
 def _block_indents(module: cst.Module, targets: set[cst.CSTNode]) -> dict[cst.CSTNode, list[str]]:

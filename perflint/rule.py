@@ -54,6 +54,9 @@ class Finding:
     severity: str = "warning"
     fix: Fix | None = None
     evidence: tuple[str, ...] = ()  # why the rule thinks so: where the value came from, why it runs every step
+    # Functions of this file (qualified names) of which one must run every step for the finding to hold:
+    # their callers are in other files. The runner keeps the finding if one is (model/crossfile.py).
+    requires: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -78,6 +81,7 @@ class Pending:
     fix_node: cst.CSTNode | None = None  # the node the replacement takes the place of (default: node)
     evidence: tuple = ()  # (text, node) pairs: "{}" in the text becomes the node's code, and its line is added
     end_node: cst.CSTNode | None = None  # where the finding's range ends, when it spans several statements
+    requires: tuple[str, ...] = ()  # see Finding.requires
 
 
 class Rule:
@@ -89,6 +93,9 @@ class Rule:
     default: ClassVar[bool] = True  # on unless selected explicitly when False
     gpu_only: ClassVar[bool] = False  # the cost exists only when the code runs on an accelerator
     torch_only: ClassVar[bool] = True  # looks only at PyTorch code (model/project.py says which files are)
+    # `visit_Call` only for calls whose callee's last name (through import aliases) is one of these; None:
+    # every call. Most rules look for a few names, and a call hook on every call is most of a walk's cost.
+    call_names: ClassVar[frozenset[str] | None] = None
     fix_safety: ClassVar[str] = "none"  # "safe", "unsafe" or "none"
     why: ClassVar[str] = ""  # why it is slow (compute, memory bandwidth, overhead; sync, copy)
     example: ClassVar[str] = ""  # the antipattern
@@ -99,11 +106,14 @@ class Rule:
 
     def report(self, model, node: cst.CSTNode, message: str | None = None, *,
                replacement: cst.CSTNode | None = None, fix_node: cst.CSTNode | None = None,
-               evidence: tuple = (), end_node: cst.CSTNode | None = None) -> None:
+               evidence: tuple = (), end_node: cst.CSTNode | None = None, step=None) -> None:
         """Record a finding at `node` (its range ending at `end_node`, if given); with `replacement`, a fix
-        that puts it in place of `fix_node`; `evidence`: (text, node) pairs saying why (see `Pending`)."""
+        that puts it in place of `fix_node`; `evidence`: (text, node) pairs saying why (see `Pending`). With
+        a `step` that is not hot here but may be from another file (`Step.unless`), the finding holds only
+        if it is."""
+        requires = tuple(f.qualname for f in step.unless) if step is not None and not step.hot else ()
         model.findings.append(Pending(self, node, message or self.message or self.summary, replacement, fix_node,
-                                      tuple(evidence), end_node))
+                                      tuple(evidence), end_node, requires))
 
     @classmethod
     def family(cls) -> str:

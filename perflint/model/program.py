@@ -211,6 +211,8 @@ class FileModel:
         self.text = text
         self.facts = facts if facts is not None else FileFacts.alone()
         self.aliases: dict[str, str] = {}  # local name -> qualified name, from imports
+        # module-level imports, relative ones included: local name -> (level, module, imported name or None)
+        self.imports: dict[str, tuple[int, str, str | None]] = {}
         self.module_scope = Scope(module, "module", None)
         self.frame = Frame("module", module, None, scope=self.module_scope)
         self.order = 0
@@ -416,9 +418,11 @@ def _bound_names(node: cst.CSTNode) -> set[str]:
 class Walker:
     """Depth-first walk that builds the model and calls the rules' visit/leave hooks."""
 
-    def __init__(self, model: FileModel, visits: dict, leaves: dict, broken: dict) -> None:
+    def __init__(self, model: FileModel, visits: dict, leaves: dict, broken: dict,
+                 calls_by_name: dict | None = None) -> None:
         self.model = model
         self.visits, self.leaves = visits, leaves
+        self.calls_by_name = calls_by_name or {}  # visit_Call hooks that want only some callees, by name
         self.broken = broken
 
     # ---- rule hooks ------------------------------------------------------------------------------------
@@ -438,6 +442,7 @@ class Walker:
         self.broken[rule] = f"{type(error).__name__}: {error}"
         self.visits = {t: [f for f in fns if f.__self__ is not rule] for t, fns in self.visits.items()}
         self.leaves = {t: [f for f in fns if f.__self__ is not rule] for t, fns in self.leaves.items()}
+        self.calls_by_name = {n: [f for f in fns if f.__self__ is not rule] for n, fns in self.calls_by_name.items()}
 
     def _hooks(self, fns: list[Callable], node: cst.CSTNode) -> None:
         model = self.model
@@ -461,6 +466,13 @@ class Walker:
         fns = self.visits.get(node_type)
         if fns:
             self._hooks(fns, node)
+        if node_type is cst.Call and self.calls_by_name:
+            func = node.func
+            name = func.attr.value if type(func) is cst.Attribute else \
+                model.aliases.get(func.value, func.value).rpartition(".")[2] if type(func) is cst.Name else None
+            fns = self.calls_by_name.get(name)
+            if fns:
+                self._hooks(fns, node)
         special = _SPECIAL.get(node_type)
         if special is not None:
             special(self, node)
@@ -532,15 +544,27 @@ class Walker:
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
                 model.aliases[local] = full
+                model.imports[local] = (0, full, None)
             else:
                 local = full.split(".")[0]
                 model.aliases[local] = local
+                model.imports[local] = (0, local, None)
             model.frame.scope.bind(local, Binding(model.order, "import", alias, full, (), model.frame))
         self.children(node)
 
     def _import_from(self, node: cst.ImportFrom) -> None:
         model = self.model
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        if isinstance(node.names, cst.ImportStar):
+            return
+        if model.frame.kind == "module":
+            module = dotted(node.module) if node.module is not None else ""
+            for alias in node.names:
+                name = dotted(alias.name)
+                local = alias.asname.name.value if alias.asname is not None \
+                    and isinstance(alias.asname.name, cst.Name) else name
+                if name and local and module is not None:
+                    model.imports[local] = (len(node.relative), module, name)
+        if node.relative or node.module is None:
             return
         base = dotted(node.module)
         for alias in node.names:

@@ -26,6 +26,7 @@ _TRUE_DEFAULTS = (re.compile(r"^[ \t]*(\w+)\s*(?::\s*bool)?\s*=\s*True\b", re.MU
                   re.compile(r"add_argument\(\s*['\"]--no[-_]([\w-]+)['\"][^)]*?store_false"))
 _CUSTOM_TO = re.compile(r"^[ \t]+def to\(self", re.MULTILINE)
 _DEFAULT_DEVICE = re.compile(r"set_default_device|set_default_tensor_type\([^)]*cuda")
+_DEFINES = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
 _TEST_NAME = re.compile(r"(?:^test_.*|.*_test|^conftest)\.(?:py|ipynb)$")
 
 
@@ -40,10 +41,14 @@ class FileFacts:
     compiled_by_default: bool = False  # ... and does so on its default path (no flag, or a flag that is on)
     default_device: bool = False  # this file sets the default device: factories may not make host tensors
     custom_to: bool = False  # its program defines a `to()` method of its own (a batch class such as NestedTensor)
+    # Its imports that load a file of the run, as "level:module" (`from ..util import box_ops` -> "2:util"):
+    # calls through them are the calls out that model/crossfile.py follows.
+    local_imports: frozenset[str] = frozenset()
 
     def key(self) -> str:
-        return "".join("1" if v else "0" for v in (self.torch, self.test_file, self.device_work, self.compiles,
-                                                    self.compiled_by_default, self.default_device, self.custom_to))
+        flags = "".join("1" if v else "0" for v in (self.torch, self.test_file, self.device_work, self.compiles,
+                                                     self.compiled_by_default, self.default_device, self.custom_to))
+        return f"{flags}:{','.join(sorted(self.local_imports))}"
 
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
@@ -64,7 +69,7 @@ class Scan:
     """The imports and a few telling words of one file's text."""
 
     __slots__ = ("path", "imports", "torch_direct", "other_framework", "device_work", "compile_guards",
-                 "true_defaults", "default_device", "custom_to")
+                 "true_defaults", "default_device", "custom_to", "defines")
 
     def __init__(self, path: str, text: str) -> None:
         self.path = path
@@ -85,6 +90,7 @@ class Scan:
                 self.imports.append((level, module.lstrip("."), names))
                 if level == 0 and module:
                     heads.add(module.split(".")[0])
+        self.defines = set(_DEFINES.findall(text))  # top-level functions and classes
         self.torch_direct = bool(heads & api.TORCH_PACKAGES)
         self.other_framework = bool(heads & api.OTHER_FRAMEWORKS)
         self.device_work = bool(_DEVICE_WORK.search(text))
@@ -178,23 +184,41 @@ class Project:
 
     def resolve(self, path: str, level: int, module: str, names: tuple[str, ...]) -> list[str]:
         """The project files an import statement of `path` may load."""
-        here = PurePosixPath(path).parent
-        wanted = []
+        out = [self.module_file(path, level, f"{module}.{n}" if module else n) for n in names]
+        out.append(self.module_file(path, level, module) if module or level else None)
+        return [f for f in out if f is not None]
+
+    def module_file(self, path: str, level: int, module: str) -> str | None:
+        """The project file a module name imported by `path` loads (`level`: the dots of a relative import)."""
         if level:
-            base = here
+            base = PurePosixPath(path).parent
             for _ in range(level - 1):
                 base = base.parent
-            prefix = ".".join(p for p in (base.as_posix().replace("/", "."), module) if p and p != ".")
-            wanted = [f"{prefix}.{n}" if prefix else n for n in names] + ([prefix] if prefix else [])
-        else:
-            wanted = [f"{module}.{n}" for n in names] + [module]
-        out = []
-        for name in wanted:
-            found = self._by_name.get(name)
-            if found:
-                # the nearest candidate: sharing the longest folder prefix with the importer
-                out.append(max(found, key=lambda f: len(_common(f, path))))
-        return out
+            module = ".".join(p for p in (base.as_posix().replace("/", "."), module) if p and p != ".")
+        found = self._by_name.get(module) if module else None
+        if not found:
+            return None
+        return max(found, key=lambda f: len(_common(f, path)))  # the nearest: the longest shared folder prefix
+
+    def function_file(self, path: str, level: int, module: str, name: str | None, member: tuple[str, ...],
+                      depth: int = 0) -> tuple[str, str] | None:
+        """Where `module.name.member...`, imported by `path`, is defined: (file, qualified name in it),
+        through re-exports (`from .box_ops import box_iou` in a package's `__init__.py`)."""
+        parts = ([name] if name else []) + list(member)
+        for k in range(len(parts) - 1, -1, -1):  # the longest prefix that is a module of the run
+            file = self.module_file(path, level, ".".join(p for p in (module, *parts[:k]) if p))
+            if file is None:
+                continue
+            rest = parts[k:]
+            scan = self.scans[file]
+            if rest[0] in scan.defines:
+                return file, ".".join(rest)
+            if depth < 3:
+                for lvl, mod, names in scan.imports:
+                    if rest[0] in names:
+                        return self.function_file(file, lvl, mod, rest[0], tuple(rest[1:]), depth + 1)
+            return None
+        return None
 
     def is_torch(self, path: str) -> bool:
         found = self._torch.get(path)
@@ -243,9 +267,11 @@ class Project:
     def facts(self, path: str) -> FileFacts:
         scan = self.scans[path]
         compiles, by_default, device_work, custom_to = self._programs[path]
+        local = frozenset(f"{level}:{module}" for level, module, names in scan.imports
+                          if self.resolve(path, level, module, names))
         return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path), device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=scan.default_device,
-                         custom_to=custom_to)
+                         custom_to=custom_to, local_imports=local)
 
 
 def _common(a: str, b: str) -> tuple:

@@ -26,7 +26,7 @@ from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, 
 
 STEP, OUTER, SMALL, NEUTRAL, COLD = "step", "outer", "small", "neutral", "cold"
 _SMALL_RANGE = 16  # `for i in range(k)` with a literal k at most this is a few fixed iterations
-_STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "forward"}
+_STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "forward", "__call__"}
 _WRAPPERS = {"enumerate", "tqdm", "iter", "zip", "trange", "track", "progress_bar", "reversed", "islice",
              "chain", "cycle", "prefetch", "Prefetcher", "PrefetchLoader", "MetricLogger.log_every", "log_every"}
 
@@ -35,6 +35,17 @@ _WRAPPERS = {"enumerate", "tqdm", "iter", "zip", "trange", "track", "progress_ba
 class Step:
     hot: bool
     why: tuple = ()  # ("runs every step: loop over `{}`", node), ...
+    # Not hot as far as this file shows, but hot if one of these functions is called every step from
+    # another file of the run (they have no caller here; the runner decides, see model/crossfile.py).
+    unless: tuple = ()
+
+    def both(self, other: "Step") -> "Step":
+        """Where two things must both run every step (a tensor made here and moved there)."""
+        if self.hot and other.hot:
+            return self
+        if not (self.hot or self.unless) or not (other.hot or other.unless):
+            return NOT_PER_STEP
+        return Step(False, self.why or other.why, tuple(dict.fromkeys(self.unless + other.unless)))
 
 
 NOT_PER_STEP = Step(False)
@@ -120,16 +131,22 @@ class Steps:
             return Step(True, ((f"runs every step: `{info.cls.name}.{info.name}`", info.node.name),))
         if info.is_lambda:
             return self.in_frame(info.frame.parent)
-        for call in self.values.callers().get(info, ()):
+        callers, passed = self.values.callers().get(info, ()), self.values.passed().get(info, ())
+        roots: list[FunctionInfo] = []
+        for call in callers:
             outer = self.at(call)
             if outer.hot:
                 return Step(True, ((f"`{info.qualname}` is called every step by `{{}}`", call), *outer.why[:2]))
-        for call in self.values.passed().get(info, ()):
-            outer = self.at(call)
+            roots += outer.unless
+        for ref in passed:
+            outer = self.at(ref)
             if outer.hot:
-                return Step(True, ((f"`{info.qualname}` is handed to `{{}}`, which runs every step", call),
+                return Step(True, ((f"`{info.qualname}` is passed on at `{{}}`, in code that runs every step", ref),
                                    *outer.why[:2]))
-        return NOT_PER_STEP
+            roots += outer.unless
+        if not callers and not passed and _callable_from_elsewhere(info):
+            return Step(False, unless=(info,))
+        return Step(False, unless=tuple(dict.fromkeys(roots))) if roots else NOT_PER_STEP
 
     # ---- loops --------------------------------------------------------------------------------------------
     def loop_kind(self, frame: Frame) -> LoopKind:
@@ -365,6 +382,16 @@ class Steps:
                 self._step_work[info] = ((), call)
                 return True
         return False
+
+
+def _callable_from_elsewhere(info: FunctionInfo) -> bool:
+    """A module-level function, or a method of a module-level class: another file can import and call it."""
+    if info.is_lambda or info.frame is None:
+        return False
+    outer = info.frame.parent
+    if info.cls is not None:
+        outer = outer.parent if outer is not None and outer.kind == "class" else None
+    return outer is not None and outer.kind == "module"
 
 
 def _sources(iterable: cst.CSTNode) -> list[cst.CSTNode]:

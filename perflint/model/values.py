@@ -416,18 +416,28 @@ class Values:
                 return self.method(cls, func.attr.value)
         return None
 
-    def passed(self) -> dict[FunctionInfo, list[cst.Call]]:
-        """Each function of the file and the calls that are handed it as an argument (`checkpoint(
-        self._forward, x)`, `map(f, xs)`): they may run it then and there."""
+    def passed(self) -> dict[FunctionInfo, list[cst.CSTNode]]:
+        """Each function of the file and the places that name it without calling it: handed to a call
+        (`checkpoint(self._forward, x)`, `map(f, xs)`) or put in a table (`{"masks": self.loss_masks}[name]`).
+        Whatever runs there may run the function then and there."""
         found = self.model._memo.get("passed-functions")
         if found is None:
             found = self.model._memo["passed-functions"] = {}
-            for call in self.model.calls:
-                for arg in call.args:
-                    if isinstance(arg.value, (cst.Name, cst.Attribute)):
-                        info = self.function_at(arg.value, call)
-                        if info is not None and info.name != "__init__":
-                            found.setdefault(info, []).append(call)
+            model = self.model
+            names = {info.name for info in model.functions if not info.is_lambda} - {"__init__"}
+            attributes = model.nodes(cst.Attribute)
+            skip = {call.func for call in model.calls} | {a.attr for a in attributes} \
+                | {info.node.name for info in model.functions if not info.is_lambda}
+            for node in [n for n in model.nodes(cst.Name) if n.value in names] \
+                    + [a for a in attributes if a.attr.value in names]:
+                if node in skip:
+                    continue
+                frame = model.sites[node][0]
+                if frame.function is None:
+                    continue  # a module-level table of functions: who calls through it is not known here
+                info = self.function_at(node, node)
+                if info is not None and info is not frame.function:
+                    found.setdefault(info, []).append(node)
         return found
 
     def instance_class(self, expr: cst.CSTNode, depth: int = 0) -> ClassInfo | None:

@@ -21,6 +21,7 @@ def _grad_of(node: cst.BaseExpression) -> bool:
 
 class ZeroGradNotNone(Rule):
     code = "PFL603"
+    call_names = frozenset({"zero_grad", "zero_", "fill_"})
     name = "zero-grad-not-none"
     summary = "gradients are zeroed in place (`zero_grad(set_to_none=False)`, `p.grad.zero_()`) instead of set to None"
     message = "zeroing gradients in place launches a fill per parameter and keeps the gradient memory; " \

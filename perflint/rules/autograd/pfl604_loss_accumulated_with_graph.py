@@ -14,6 +14,7 @@ def _names(node: cst.CSTNode) -> set[str]:
 
 class LossAccumulatedWithGraph(Rule):
     code = "PFL604"
+    call_names = frozenset({"append"})
     name = "loss-accumulated-with-graph"
     summary = "a training loop sums or collects the loss tensor itself, keeping every step's autograd graph alive"
     message = "`{target}` keeps a reference to `{value}` and with it this step's whole autograd graph; " \

@@ -15,6 +15,7 @@ _IN_TRAINING = {"torch.autograd.profiler.emit_nvtx", "torch.autograd.gradcheck",
 
 class DebugApiEnabled(Rule):
     code = "PFL605"
+    call_names = frozenset(q.rsplit(".", 1)[1] for q in _ANOMALY | _ANOMALY_CTX | _IN_TRAINING)
     name = "debug-api-enabled"
     summary = "autograd anomaly detection (or another debugging API) is switched on in code that trains"
     message = "`{func}` slows every backward pass (extra checks and stack capture); enable it only while debugging"

@@ -16,6 +16,7 @@ def _statements(body) -> list:
 
 class ConvBiasBeforeBatchNorm(Rule):
     code = "PFL606"
+    call_names = frozenset({"Sequential", "ModuleList"})
     name = "conv-bias-before-batchnorm"
     summary = "a convolution with a bias feeds straight into BatchNorm, which subtracts the bias again"
     message = "this convolution's bias is cancelled by the BatchNorm that follows it; pass `bias=False`"

@@ -11,6 +11,7 @@ _OPTIMIZERS = {"SGD", "Adam", "AdamW", "Adamax", "Adadelta", "Adagrad", "ASGD", 
 
 class OptimizerWithoutForeach(Rule):
     code = "PFL607"
+    call_names = frozenset(_OPTIMIZERS)
     name = "optimizer-without-foreach"
     summary = "a torch.optim optimizer is built with `foreach=False`: one small kernel per parameter per update"
     message = "`foreach=False` updates parameters one tensor at a time; drop it (or use `fused=True` on a GPU)"

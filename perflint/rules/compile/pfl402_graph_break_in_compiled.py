@@ -10,6 +10,7 @@ _BREAKING_METHODS = {"item", "tolist", "numpy"}
 
 class GraphBreakInCompiled(Rule):
     code = "PFL402"
+    call_names = frozenset({"item", "tolist", "numpy", "print"})
     name = "graph-break-in-compiled"
     summary = "code in a `@torch.compile` function that TorchDynamo cannot trace (a graph break)"
     message = "{what} inside a compiled function is a graph break: the function is split into separately " \

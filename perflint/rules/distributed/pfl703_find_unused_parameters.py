@@ -9,6 +9,7 @@ from perflint.rule import Rule
 
 class FindUnusedParameters(Rule):
     code = "PFL703"
+    call_names = frozenset({"DistributedDataParallel"})
     name = "find-unused-parameters"
     summary = "`DistributedDataParallel(..., find_unused_parameters=True)` walks the autograd graph and all-reduces a usage map every step"
     message = ("`find_unused_parameters=True` costs a graph traversal and an extra all-reduce every step; drop it if "

@@ -55,7 +55,7 @@ small tensors).
             if frame.compiled or model.torch_compiled(frame):
                 continue
             step = steps.at(chain.first)
-            if not step.hot:
+            if not step.hot and not step.unless:
                 continue
             if not chain.large and not _in_a_python_loop(steps, frame):
                 continue  # a few launches on small tensors (pooled, per-channel, an index grid) per step
@@ -63,7 +63,8 @@ small tensors).
                 continue
             ops = ", ".join(dict.fromkeys(chain.names))
             self.report(model, chain.first, self.message.format(n=chain.ops, ops=ops, hint=hint(model, chain)),
-                        evidence=step.why[:2], end_node=chain.root if chain.root is not chain.first else None)
+                        evidence=step.why[:2], end_node=chain.root if chain.root is not chain.first else None,
+                        step=step)
 
 
 def _in_a_python_loop(steps: Steps, frame) -> bool:

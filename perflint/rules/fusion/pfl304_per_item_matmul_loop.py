@@ -11,6 +11,7 @@ _MATMUL = {"torch.matmul", "torch.mm", "torch.bmm", "torch.mv"}
 
 class PerItemMatmulLoop(Rule):
     code = "PFL304"
+    call_names = frozenset({"matmul", "mm", "bmm", "mv"})
     name = "per-item-matmul-loop"
     summary = "a matmul per loop item (`[a[i] @ b[i] for i in range(n)]`): one batched matmul does them all"
     message = "one matmul per item of the loop over `{target}`; a single batched `@` / `torch.bmm` / " \

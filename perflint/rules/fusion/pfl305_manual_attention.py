@@ -64,6 +64,7 @@ def _headless(model, query) -> bool:
 
 class ManualAttention(Rule):
     code = "PFL305"
+    call_names = frozenset({"matmul", "bmm"})
     name = "manual-attention"
     summary = "attention written by hand (`softmax(q @ k.transpose(-2, -1) * scale) @ v`): " \
               "use `F.scaled_dot_product_attention`"

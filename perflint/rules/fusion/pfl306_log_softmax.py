@@ -10,6 +10,7 @@ _SOFTMAX = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softm
 
 class LogSoftmax(Rule):
     code = "PFL306"
+    call_names = frozenset({"log"})
     name = "log-softmax"
     summary = "`log(softmax(x))` in two ops: use `log_softmax`, one fused op that is also numerically stable"
     message = "`log(softmax(...))` runs two ops and underflows to -inf for small probabilities; use `log_softmax`"

@@ -51,7 +51,8 @@ class SyncRule(Rule):
     def finish(self, model: FileModel) -> None:
         for site in sync_sites(model):
             if site.code == self.code and site.reported:
-                self.report(model, site.node, self.message.format(what=site.what), evidence=site.evidence)
+                self.report(model, site.node, self.message.format(what=site.what), evidence=site.evidence,
+                            step=site.step)
 
 
 def sync_sites(model: FileModel) -> list[SyncSite]:
@@ -156,7 +157,7 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
                 continue
         step = steps.in_frame(step_frame)
         site.step = step
-        if not step.hot:
+        if not step.hot and not step.unless:
             continue
         if site.code == "PFL105" and frame.loop is None:
             continue  # a branch of a forward or a helper: often an optional input's path; `if t:` in a loop is the pattern

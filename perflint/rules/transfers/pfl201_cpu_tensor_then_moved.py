@@ -78,7 +78,8 @@ random factories, whose device generator draws other numbers than the CPU's for 
             if factory not in api.FACTORIES and factory not in api.FROM_DATA:
                 continue
             made, moved = steps.at(origin), steps.at(move.call)
-            if not (made.hot and moved.hot) or model.frame_of(origin).compiled:
+            step = made.both(moved)
+            if not (step.hot or step.unless) or model.frame_of(origin).compiled:
                 continue
             done.add(origin)
             replacement = fix_node = None
@@ -90,7 +91,8 @@ random factories, whose device generator draws other numbers than the CPU's for 
                 "`torch.as_tensor(data, device=...)` copies it once, straight to the device"
             self.report(model, origin, self.message.format(factory=factory, fix=fix),
                         replacement=replacement, fix_node=fix_node,
-                        evidence=(("copied to the device by `{}`", move.call), *move.why[1:2], *made.why[:2]))
+                        evidence=(("copied to the device by `{}`", move.call), *move.why[1:2], *made.why[:2]),
+                        step=step)
 
 
 def _made_by_numpy(model: FileModel, values: Values, origin: cst.Call) -> bool:

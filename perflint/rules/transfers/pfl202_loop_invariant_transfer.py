@@ -10,6 +10,7 @@ from perflint.rule import Rule
 
 class LoopInvariantTransfer(Rule):
     code = "PFL202"
+    call_names = frozenset({"to", "cuda"})
     name = "loop-invariant-transfer"
     summary = "`.to(device)` / `.cuda()` of a value that does not change in the loop: move it once, before the loop"
     message = "`{value}` is not reassigned in this loop, yet it is moved with `.{method}()` every iteration; " \

@@ -63,12 +63,13 @@ for the host-made family of the accuracy benchmark: the index is a tensor made o
                 if where in done:
                     continue
                 step = steps.at(node)
-                if not step.hot or model.frame_of(node).compiled:
+                if not (step.hot or step.unless) or model.frame_of(node).compiled:
                     continue
                 done.add(where)
                 tensor = " ".join(model.module.code_for_node(node.value).split())[:40]
                 self.report(model, where, self.message.format(tensor=tensor, what=what),
-                            evidence=(("`{}` indexes a device tensor", node), *base.why[:1], *step.why[:2]))
+                            evidence=(("`{}` indexes a device tensor", node), *base.why[:1], *step.why[:2]),
+                            step=step)
 
 
 def _host_index(model: FileModel, values: Values, index: cst.BaseExpression) -> str | None:

@@ -1,0 +1,205 @@
+"""Which functions run every step because another file of the run calls them there.
+
+A file alone cannot tell that `generalized_box_iou` in util/box_ops.py runs every step: its caller is
+`HungarianMatcher.forward` in models/matcher.py. So linting a file also yields
+- findings that hold only if one of the file's functions runs every step (`Finding.requires`: functions
+  with no caller in the file, or the roots of the in-file calls that lead to the finding), and
+- its calls out (`CallOut`): calls of functions, classes and methods imported from other modules, made
+  every step here, or made where one of this file's own functions must run every step (`requires`).
+After every file is linted (or read from the cache), `resolve` follows the calls out through the run's
+imports (and re-exports in `__init__.py`) to a fixed point, and keeps the conditional findings whose
+function is reached, with the call that reaches it as evidence. Nothing is parsed twice, and a cached
+file gives its calls out from the cache, so the cache keeps its effect.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field, replace
+
+import libcst as cst
+
+from perflint.model.names import dotted
+from perflint.model.program import FileModel
+from perflint.model.steps import Steps
+from perflint.model.values import Values
+from perflint.rule import Finding
+
+
+@dataclass(frozen=True)
+class CallOut:
+    """A call this file makes of something another module defines: `module.name.member...`."""
+
+    level: int  # dots of a relative import
+    module: str
+    name: str | None  # the imported name (None: `import module`)
+    member: tuple[str, ...]  # attributes after it: ("generalized_box_iou",) of `box_ops`, ("Mixup", "__call__")
+    requires: tuple[str, ...]  # this file's functions of which one must run every step (empty: it does)
+    # Where the call is, for the evidence: (enclosing function's qualified name or "", callee as written,
+    # argument count, occurrence); `line_of` turns it into a line only for the calls a finding cites.
+    where: tuple[str, str, int, int]
+
+
+@dataclass
+class FileResult:
+    """What linting one file gives the run."""
+
+    findings: list[Finding] = field(default_factory=list)  # those that hold on their own
+    conditional: list[Finding] = field(default_factory=list)  # those with `requires`
+    calls: list[CallOut] = field(default_factory=list)
+
+
+def calls_out(model: FileModel) -> list[CallOut]:
+    """The calls of imported functions and classes (and of methods of instances of imported classes) that
+    run every step here, or would if a function of this file did."""
+    local = model.facts.local_imports
+    if not local:
+        return []
+    imported = {name: target for name, target in model.imports.items() if f"{target[0]}:{target[1]}" in local
+                and not _rebound(model, name)}
+    if not imported:
+        return []
+    instances = _instances(model, {n for n, (_, _, i) in imported.items() if (i or "")[:1].isupper()})
+    steps, values = Steps.of(model), Values.of(model)
+    out: list[CallOut] = []
+    seen = set()
+    for call in model.calls:
+        target = _target(model, values, call, imported, instances)
+        if target is None:
+            continue
+        step = steps.at(call)
+        if not step.hot and not step.unless:
+            continue
+        requires = () if step.hot else tuple(f.qualname for f in step.unless)
+        if (target, requires) not in seen:
+            seen.add((target, requires))
+            out.append(CallOut(*target, requires, _where(model, call)))
+    return out
+
+
+def _where(model: FileModel, call: cst.Call) -> tuple[str, str, int, int]:
+    function = model.sites[call][0].function
+    callee, nargs = dotted(call.func) or "", len(call.args)
+    calls = function.calls if function is not None else \
+        [c for c in model.calls if model.sites[c][0].function is None]
+    nth = 0
+    for c in calls:
+        if c is call:
+            break
+        nth += len(c.args) == nargs and dotted(c.func) == callee
+    return function.qualname if function is not None else "", callee, nargs, nth
+
+
+def _instances(model: FileModel, classes: set[str]) -> set[str]:
+    """Names and `self.` attributes assigned an object of one of these imported classes (`Mixup(...)`,
+    also moved: `Net().to(device)`)."""
+    if not classes:
+        return set()
+    out = set()
+    for assign in model.nodes(cst.Assign):
+        value = assign.value
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            value = value.func.value  # `Net(...).to(device).eval()`
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in classes:
+            out.update(d for t in assign.targets if (d := dotted(t.target)) is not None)
+    return out
+
+
+def line_of(text: str, where: tuple[str, str, int, int]) -> int | None:
+    """The line of a call described by `CallOut.where`, from the stdlib parser (cheap, and done only for
+    the calls that findings cite)."""
+    function, callee, nargs, nth = where
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    scope = tree
+    if function:
+        cls, _, name = function.rpartition(".")
+        scope = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and n.name == name and (not cls or any(isinstance(c, ast.ClassDef) and c.name == cls
+                                                             and n in c.body for c in ast.walk(tree)))), None)
+        if scope is None:
+            return None
+    calls = sorted((n for n in ast.walk(scope) if isinstance(n, ast.Call)
+                    and len(n.args) + len(n.keywords) == nargs and _ast_dotted(n.func) == callee),
+                   key=lambda n: (n.lineno, n.col_offset))
+    return calls[nth].lineno if nth < len(calls) else None
+
+
+def _target(model: FileModel, values: Values, call: cst.Call, imported: dict, instances: set[str]) -> tuple | None:
+    """(level, module, name, member) of what a call runs when it comes from an import of the run."""
+    func = call.func
+    head = func
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    if not isinstance(head, cst.Name):
+        return None
+    if head.value in imported:
+        name = dotted(func)
+        if name is None:
+            return None
+        level, module, imported_name = imported[head.value]
+        rest = tuple(name.split(".")[1:])
+        if not rest and (imported_name or "")[:1].isupper():
+            return None  # `Net(...)`: building an object, not running a step's function
+        return level, module, imported_name, rest
+    # `mixup_fn(x, y)` or `self.matcher(outputs, targets)`: an object built from an imported class
+    receiver = func if isinstance(func, cst.Name) else func.value if isinstance(func, cst.Attribute) else None
+    if receiver is None or dotted(receiver) not in instances:
+        return None
+    origin = values.value(receiver).origin
+    while isinstance(origin, cst.Call) and isinstance(origin.func, cst.Attribute):
+        origin = origin.func.value
+    if isinstance(origin, cst.Call) and isinstance(origin.func, cst.Name) and origin.func.value in imported:
+        level, module, class_name = imported[origin.func.value]
+        return level, module, class_name, ("__call__" if receiver is func else func.attr.value,)
+    return None
+
+
+def _rebound(model: FileModel, name: str) -> bool:
+    bindings = model.module_scope.bindings.get(name, ())
+    return any(b.how != "import" for b in bindings)
+
+
+def resolve(project, results: dict[str, FileResult], text_of) -> list[Finding]:
+    """The conditional findings of the run that hold: their function is called every step from another
+    file (directly, or through a chain of such calls). Each gains the call as evidence. Paths are the
+    project's (`project.scans`); `text_of(path)` gives a file's text, to find the line of a cited call."""
+    edges = []  # (caller path, requires, callee path, callee qualname, where)
+    for path, result in results.items():
+        for c in result.calls:
+            target = project.function_file(path, c.level, c.module, c.name, c.member)
+            if target is not None and target[0] != path:
+                edges.append((path, c.requires, target[0], target[1], c.where))
+    hot: dict[tuple[str, str], tuple[str, tuple]] = {}  # (path, qualname) -> (caller path, where)
+    changed = True
+    while changed:
+        changed = False
+        for caller, requires, callee, qualname, line in edges:
+            if (callee, qualname) in hot:
+                continue
+            if not requires or any((caller, r) in hot for r in requires):
+                hot[(callee, qualname)] = (caller, line)
+                changed = True
+    kept = []
+    for path, result in results.items():
+        for f in result.conditional:
+            reached = next(((r, hot[(path, r)]) for r in f.requires if (path, r) in hot), None)
+            if reached is not None:
+                r, (caller, where) = reached
+                line = line_of(text_of(caller), where)
+                why = f"`{r}` runs every step: called from {caller}" + (f" (line {line})" if line else "")
+                kept.append(replace(f, requires=(), evidence=(*f.evidence, why)))
+    return kept
+
+
+def _ast_dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
