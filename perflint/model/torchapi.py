@@ -107,13 +107,6 @@ ELEMENTWISE = frozenset({
     "celu", "hardsigmoid", "hardswish", "hardtanh", "logit", "lerp", "where", "addcmul", "addcdiv",
     "nan_to_num", "fmod", "remainder", "masked_fill", "float_power", "xlogy", "hypot", "logaddexp",
     "softsign", "tanhshrink", "threshold", "glu"})
-# Elementwise ops that already do several operations in one kernel: a chain counts each as one op, and a
-# chain made only of them and one more op is not worth a report.
-FUSED_ELEMENTWISE = frozenset({"addcmul", "addcdiv", "lerp", "gelu", "silu", "mish", "softplus", "hardswish",
-                               "hardsigmoid", "elu", "selu", "celu", "leaky_relu", "logaddexp", "xlogy",
-                               "hypot", "glu", "logit", "nan_to_num", "clamp", "clip", "where", "rsqrt",
-                               "expm1", "log1p"})
-
 # Ops whose output size depends on the data: the host must learn it (a sync).
 DYNAMIC_SHAPE_OPS = frozenset({"nonzero", "unique", "unique_consecutive", "masked_select", "argwhere",
                                "repeat_interleave", "bincount"})

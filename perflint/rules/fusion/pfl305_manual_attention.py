@@ -45,8 +45,12 @@ def _arg(arg: cst.Arg) -> int | None:
 
 
 def _cosine(model, query) -> bool:
-    """`F.normalize(q, dim=-1) @ ...`: cosine attention, as cross-covariance (XCA) uses over channels, where
-    the "sequence" is the channel dimension and flash kernels do not apply."""
+    """`F.normalize(q, dim=-1) @ ...` (or `q = F.normalize(q)` first): cosine attention, as cross-covariance
+    (XCA) uses over channels, where the "sequence" is the channel dimension and flash kernels do not apply."""
+    if isinstance(query, cst.Name):
+        from perflint.model.values import Values
+
+        query = Values.of(model).source(query)
     return isinstance(query, cst.Call) and (model.qualname(query.func) or "").endswith("normalize")
 
 

@@ -1,0 +1,393 @@
+"""Patterns met in real training code, each restated in a few lines of our own: what a seasoned PyTorch
+engineer would want the linter to say about it (issue 11's examples). Every snippet is linted as a run of
+one or more files, the way `perflint src/` sees them, so facts that come from the whole run (is this
+PyTorch, does the program use a device, who calls this function every step) take part."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from perflint.engine import Linter
+from perflint.model.crossfile import resolve
+from perflint.model.project import Project, Scan
+from perflint.rule import all_rules
+
+DEFAULT = Linter(r for r in all_rules().values() if r.default)
+
+
+def run(files: dict[str, str], linter: Linter = DEFAULT) -> list:
+    """Findings of a run over these files (path -> source), cross-file conditions resolved."""
+    texts = {path: textwrap.dedent(src) for path, src in files.items()}
+    project = Project({path: Scan(path, text) for path, text in texts.items()})
+    results = {path: linter.lint_file(text, path, project.facts(path)) for path, text in texts.items()}
+    found = [f for r in results.values() for f in r.findings] + resolve(project, results, texts.__getitem__)
+    return sorted(found, key=lambda f: (f.path, f.line, f.code))
+
+
+def codes(files: dict[str, str], path: str | None = None) -> list[tuple[int, str]]:
+    return [(f.line, f.code) for f in run(files) if path is None or f.path == path]
+
+
+# ---- 1. not PyTorch ------------------------------------------------------------------------------------
+
+def test_a_file_of_another_framework_gets_no_torch_findings():
+    mxnet = """
+        from mxnet import gluon, nd
+        loader = gluon.data.DataLoader(dataset, batch_size=64)
+        for x, y in loader:
+            with autograd.record():
+                loss = net(x).mean()
+            loss.backward()
+            print(loss.asscalar())
+            total += (net(x).argmax(1) == y).sum().item()
+    """
+    assert run({"d2l/mxnet.py": mxnet}) == []
+
+
+# ---- 2. where a value lives ---------------------------------------------------------------------------
+
+def test_item_of_numpy_values_and_annotated_arrays_is_not_a_device_sync():
+    src = """
+        import numpy as np
+        import torch
+        model = Net().cuda()
+
+        def score(pred: np.ndarray, n):
+            for i in range(n):
+                print(pred[i].item())
+
+        for x in loader:
+            out = model(x.cuda())
+            errors = np.abs(out.detach().cpu().numpy() - 1.0)
+            worst = errors.max().item()
+            scores = np.mean(errors)
+            print(scores.item())
+    """
+    assert [c for c in codes({"val.py": src}) if c[1].startswith("PFL10")] == []
+
+
+def test_item_of_a_cpu_tensor_or_a_cpu_generator_is_not_a_device_sync():
+    src = """
+        import torch
+        gen = torch.Generator()  # a CPU generator: its draws are host tensors
+        keep = torch.rand(8, device="cpu")
+        model = Net().cuda()
+        for x in loader:
+            drop = torch.rand(1, generator=gen).item() < 0.1
+            p = keep.sum().item()
+            model(x.cuda())
+    """
+    assert [c for c in codes({"layers.py": src}) if c[1].startswith("PFL10")] == []
+
+
+def test_a_script_that_never_uses_a_device_gets_no_sync_findings():
+    src = """
+        import torch
+        model = torch.nn.Linear(1, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in batches():
+            loss = ((model(x) - y) ** 2).mean()
+            opt.zero_grad(); loss.backward(); opt.step()
+            print(loss.item())
+    """
+    assert [c for c in codes({"regression/main.py": src}) if c[1].startswith("PFL1")] == []
+
+
+# ---- 3. the per-step path -----------------------------------------------------------------------------
+
+def test_cold_loops_are_not_steps():
+    src = """
+        import torch
+        import matplotlib.pyplot as plt
+        device = torch.device("cuda")
+        for lr in [0.1, 0.01, 0.001]:  # one iteration is a whole trial
+            acc = train_and_evaluate(lr)
+            print(acc.item())
+        while True:  # an interactive prompt
+            line = input("> ")
+            out = model(encode(line).to(device))
+            print(out.argmax().item())
+        for i in range(9):  # nine plots
+            img = generator(torch.randn(1, 100, device=device))
+            plt.imshow(img.cpu().numpy()[0])
+    """
+    assert [c for c in codes({"demo.py": src}) if c[1].startswith(("PFL10", "PFL2"))] == []
+
+
+def test_test_files_are_not_training_code():
+    src = """
+        import torch
+        def test_forward():
+            model = Net().cuda()
+            for x in batches():
+                o = model(x.cuda())
+                assert not torch.isnan(o).any()
+                assert o.sum().item() > 0
+    """
+    assert codes({"tests/test_models.py": src}) == []
+
+
+def test_an_item_right_after_an_explicit_synchronize_costs_nothing_more():
+    src = """
+        import torch
+        model = Net().cuda()
+        for x, y in loader:
+            loss = crit(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+            loss.backward(); opt.step()
+            torch.cuda.synchronize()  # PFL109's: the wait is paid here
+            losses.append(loss.item())
+    """
+    assert [c for c in codes({"train.py": src}) if c[1].startswith("PFL10")] == [(7, "PFL109")]
+
+
+def test_of_three_reads_in_one_step_only_the_first_waits():
+    src = """
+        import torch
+        model = Net().cuda()
+        for x, y in loader:
+            out = model(x.cuda(non_blocking=True))
+            loss = crit(out, y.cuda(non_blocking=True))
+            top1, top5 = accuracy(out, y, topk=(1, 5))
+            losses.update(loss.item())
+            top1_m.update(top1.item())
+            top5_m.update(top5.item())
+    """
+    syncs = [c for c in codes({"validate.py": src}) if c[1].startswith("PFL10")]
+    assert syncs == [(8, "PFL101")]
+
+
+def test_a_read_one_call_away_from_the_loop_is_reported():
+    src = """
+        import torch
+        class Trainer:
+            def __init__(self, model, loader):
+                self.model = model.to("cuda")
+                self.loader = loader
+            def _run_batch(self, source, targets):
+                out, loss = self.model(source, targets)
+                loss.backward()
+                return loss.item()
+            def _run_epoch(self):
+                for source, targets in self.loader:
+                    self._run_batch(source.to("cuda"), targets.to("cuda"))
+    """
+    assert (10, "PFL101") in codes({"trainer.py": src})
+
+
+def test_a_chain_in_a_helper_called_from_forward_is_reported():
+    src = """
+        import torch
+        def gelu_tanh(x):
+            return 0.5 * x * (1.0 + torch.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
+        class Block(torch.nn.Module):
+            def forward(self, x):
+                return gelu_tanh(self.fc(x))
+    """
+    assert (4, "PFL301") in codes({"block.py": src})
+
+
+def test_a_chain_in_a_helper_of_another_file_called_from_forward_is_reported():
+    helper = """
+        import torch
+        def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
+            v = x.pow(2).mean(-1, keepdim=True)
+            return x * torch.rsqrt(v + eps) * weight
+    """
+    model = """
+        import torch
+        from .ops import rms_norm
+        class Norm(torch.nn.Module):
+            def forward(self, x):
+                return rms_norm(x, self.weight)
+    """
+    findings = [f for f in run({"pkg/ops.py": helper, "pkg/norm.py": model}) if f.code == "PFL301"]
+    assert [(f.path, f.line) for f in findings] == [("pkg/ops.py", 5)]
+    assert findings[0].evidence[-1] == "`rms_norm` runs every step: called from pkg/norm.py (line 6)"
+
+
+def test_a_helper_no_one_calls_every_step_stays_quiet():
+    helper = """
+        import torch
+        def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
+            v = x.pow(2).mean(-1, keepdim=True)
+            return x * torch.rsqrt(v + eps) * weight
+    """
+    script = """
+        from pkg.ops import rms_norm
+        print(rms_norm(torch.ones(3), 1.0))  # once, at import
+    """
+    assert codes({"pkg/ops.py": helper, "check.py": script}) == []
+
+
+def test_a_model_handed_to_a_training_function_is_uncompiled_where_it_is_built():
+    src = """
+        import torch
+        from torchvision import models
+        def train(loader, model, crit, opt):
+            for images, target in loader:
+                loss = crit(model(images.cuda(non_blocking=True)), target.cuda(non_blocking=True))
+                opt.zero_grad(); loss.backward(); opt.step()
+        def main(args):
+            if args.pretrained:
+                model = models.__dict__[args.arch](pretrained=True)
+            else:
+                model = models.__dict__[args.arch]()
+            model = torch.nn.DataParallel(model).cuda()
+            for epoch in range(args.epochs):
+                train(loader, model, crit, opt)
+    """
+    assert [c for c in codes({"imagenet/main.py": src}) if c[1] == "PFL401"] == [(10, "PFL401")]
+
+
+def test_a_toy_layer_run_a_few_times_on_the_cpu_is_not_worth_compiling():
+    src = """
+        import torch
+        layer = torch.nn.Linear(10, 32)
+        for _ in range(10):
+            y = layer(torch.randn(4, 10))
+    """
+    assert [c for c in codes({"toy.py": src}) if c[1] == "PFL401"] == []
+
+
+# ---- 4. patterns read right ----------------------------------------------------------------------------
+
+def test_cross_covariance_and_one_number_per_token_attention_are_not_sdpa():
+    src = """
+        import torch
+        import torch.nn.functional as F
+        class XCA(torch.nn.Module):
+            def forward(self, q, k, v):
+                q = F.normalize(q, dim=-1)
+                k = F.normalize(k, dim=-1)
+                attn = (q @ k.transpose(-2, -1)) * self.temperature
+                return attn.softmax(dim=-1) @ v
+        class Scalar(torch.nn.Module):
+            def forward(self, x):
+                q, k, v = self.qkv(x).unbind(-1)
+                attn = (q @ k.transpose(-1, -2)).softmax(dim=-1)
+                return attn @ v
+    """
+    assert [c for c in codes({"attn.py": src}) if c[1] == "PFL305"] == []
+
+
+def test_an_already_fused_op_counts_as_the_one_kernel_it_is():
+    src = """
+        import torch
+        class GRN(torch.nn.Module):
+            def forward(self, x):
+                return torch.addcmul(self.bias, self.weight, x) + x
+        class GRN2(torch.nn.Module):
+            def forward(self, x):
+                x_g = x.norm(p=2, dim=(1, 2), keepdim=True)
+                x_n = x_g / (x_g.mean(dim=-1, keepdim=True) + 1e-6)
+                return x + torch.addcmul(self.bias, self.weight, x * x_n)
+    """
+    (finding,) = [f for f in run({"grn.py": src}) if f.code == "PFL301"]
+    assert finding.line == 9  # GRN's addcmul and add: two kernels, not a chain worth a report
+    assert "addcmul" in finding.message and "torch.addcmul`" not in finding.message  # not advised again
+
+
+def test_a_chain_spread_over_statements_is_one_finding():
+    src = """
+        import torch
+        class VAE(torch.nn.Module):
+            def forward(self, x):
+                mu, logvar = self.enc(x)
+                std = torch.exp(0.5 * logvar)
+                eps = torch.randn_like(std)
+                z = mu + eps * std
+                return self.dec(z)
+    """
+    assert [c for c in codes({"vae.py": src}) if c[1] == "PFL301"] == [(6, "PFL301")]
+
+
+@pytest.mark.parametrize("making", [
+    "torch.zeros(n).cuda()",
+    "torch.randn(n, 4).half().to(device)",
+    "torch.tensor(ids).t().contiguous().cuda()",
+    "torch.Tensor([[word]]).long().to(device)",
+])
+def test_every_form_of_making_on_the_host_then_moving_is_reported(making):
+    src = f"""
+        import torch
+        device = torch.device("cuda")
+        model = Net().to(device)
+        for word in range(steps):
+            x = {making}
+            out = model(x)
+    """
+    assert (6, "PFL201") in codes({"gen.py": src})
+
+
+def test_making_and_moving_in_two_statements_is_reported_where_it_is_made():
+    src = """
+        import torch
+        def run_episode(self, device):
+            for step in range(self.n_steps):
+                state = torch.zeros(1, self.state_dim)
+                state = state.to(device)
+                action = self.policy(state)
+                self.env.step(action)
+    """
+    assert (5, "PFL201") in codes({"agent.py": src})
+
+
+def test_a_loader_configured_through_kwargs_is_known_to_pin_memory():
+    src = """
+        import torch
+        device = torch.device("cuda")
+        kwargs = {"batch_size": 64}
+        cuda_kwargs = {"num_workers": 1, "pin_memory": True}
+        kwargs.update(cuda_kwargs)
+        loader = torch.utils.data.DataLoader(dataset, **kwargs)
+        model = Net().to(device)
+        for data, target in loader:
+            data = data.to(device)
+            loss = model(data)
+    """
+    (finding,) = [f for f in run({"vae/main.py": src}) if f.code == "PFL203"]
+    assert finding.line == 10 and "the loader pins memory" in finding.message
+
+
+# ---- 5. fixes that keep code working -------------------------------------------------------------------
+
+def test_zero_grad_is_left_alone_where_the_code_adds_into_the_gradients():
+    src = """
+        import torch
+        for grads in incoming:
+            opt.zero_grad(set_to_none=False)
+            for p, g in zip(model.parameters(), grads):
+                p.grad += g
+            opt.step()
+    """
+    assert [c for c in codes({"parameter_server.py": src}) if c[1] == "PFL603"] == []
+
+
+def test_a_method_of_an_object_of_a_re_exported_class_called_every_step_is_reported():
+    mixup = """
+        import torch
+        class Mixup:
+            def __init__(self, alpha: float):
+                self.alpha = alpha
+            def __call__(self, x: torch.Tensor, target: torch.Tensor):
+                lam = self.alpha
+                x_flipped = x.flip(0).mul_(1.0 - lam)
+                x.mul_(lam).add_(x_flipped)
+                return x, target * lam + target.flip(0) * (1.0 - lam)
+    """
+    init = "from .mixup import Mixup\n"
+    train = """
+        import torch
+        from data import Mixup
+        mixup_fn = Mixup(0.8)
+        model = Net().cuda()
+        for x, y in loader:
+            x, y = mixup_fn(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+            model(x).sum().backward()
+    """
+    found = [f for f in run({"data/mixup.py": mixup, "data/__init__.py": init, "train.py": train})
+             if f.path == "data/mixup.py"]
+    assert [(f.line, f.code) for f in found] == [(8, "PFL301"), (10, "PFL301")]
+    assert found[0].evidence[-1] == "`Mixup.__call__` runs every step: called from train.py (line 7)"
