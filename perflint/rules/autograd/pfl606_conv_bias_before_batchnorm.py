@@ -8,6 +8,7 @@ from perflint.rule import Rule
 _CONVS = {f"torch.nn.Conv{d}d" for d in (1, 2, 3)} | {f"torch.nn.LazyConv{d}d" for d in (1, 2, 3)}
 _NORMS = {f"torch.nn.BatchNorm{d}d" for d in (1, 2, 3)} | {f"torch.nn.LazyBatchNorm{d}d" for d in (1, 2, 3)} \
     | {"torch.nn.SyncBatchNorm"}
+_LOADS = ("state_dict", "pretrained", "checkpoint", "torch.load", "load_weights")
 
 
 def _statements(body) -> list:
@@ -44,7 +45,8 @@ adjacent, and in a class whose `__init__` assigns `self.conv = nn.ConvNd(...)` r
 In eval mode BatchNorm uses running statistics, where the bias does not cancel if the model was trained
 with it; the fix is unsafe because the checkpoint's `conv.bias` key disappears and the running mean
 changes (training again with the fix is needed; a trained bias can be folded into BatchNorm's
-`running_mean` instead).
+`running_mean` instead). In a file that loads weights (it mentions `state_dict`, `pretrained`,
+`checkpoint`, `torch.load`) no fix is offered at all: the weights it loads would not fit.
 """
 
     def visit_Module(self, node: cst.Module, model: FileModel) -> None:
@@ -75,7 +77,9 @@ changes (training again with the fix is needed; a trained bias can be folded int
             args.append(cst.Arg(keyword=cst.Name("bias"), value=cst.Name("False"),
                                 equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                                       whitespace_after=cst.SimpleWhitespace(""))))
-        self.report(model, conv, replacement=conv.with_changes(args=args))
+        # A file that loads weights (a checkpoint, pretrained weights) would then miss `conv.bias`.
+        loads = any(word in model.text for word in _LOADS)
+        self.report(model, conv, replacement=None if loads else conv.with_changes(args=args))
 
     def visit_Call(self, node: cst.Call, model: FileModel) -> None:
         if model.call_name(node) in ("torch.nn.Sequential", "torch.nn.ModuleList"):
