@@ -22,6 +22,7 @@ from libcst._nodes.internal import CodegenState
 from perflint.model.crossfile import FileResult, calls_out
 from perflint.model.program import FileModel, Walker
 from perflint.model.project import FileFacts
+from perflint.limits import too_deep
 from perflint.positions import node_ranges, physical_lines, statement_ranges
 from perflint.tree import children
 from perflint.rule import RULE_CRASHED, SYNTAX_ERROR, Edit, Finding, Fix, Pending, Rule
@@ -56,6 +57,9 @@ class Linter:
         rules = self.rules if facts.torch else [r for r in self.rules if not r.torch_only]
         if not rules or _FILE_NOQA.search(text):
             return FileResult()
+        deep = too_deep(text)  # libcst's parser would crash or crawl on it (limits.py)
+        if deep is not None:
+            return FileResult([self._tool_finding(SYNTAX_ERROR, path, deep[0], 1, f"cannot parse: {deep[1]}")])
         try:
             module = cst.parse_module(source)
         except Exception as e:  # the parser's errors are not all ParserSyntaxError (NUL bytes, bad cookies)

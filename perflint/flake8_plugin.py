@@ -15,7 +15,6 @@ from typing import ClassVar, Iterator
 
 from perflint import __version__
 from perflint.engine import Linter
-from perflint.limits import too_deep
 from perflint.rule import SYNTAX_ERROR, all_rules
 
 
@@ -44,11 +43,6 @@ class Plugin:
         return cls._linter
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        source = "".join(self.lines)
-        deep = too_deep(source)  # libcst would crash flake8's process on it (limits.py)
-        if deep is not None:
-            yield deep[0], 0, f"{SYNTAX_ERROR.code} cannot parse: {deep[1]}", type(self)
-            return
-        for f in self.linter().lint_source(source, self.filename):
+        for f in self.linter().lint_source("".join(self.lines), self.filename):
             if f.code != SYNTAX_ERROR.code:
                 yield f.line, f.col - 1, f"{f.code} {f.message}", type(self)

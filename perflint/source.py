@@ -1,12 +1,10 @@
 """How one file is linted, in a worker process or while fixing: the code it holds (a notebook's code
-cells), the depth guard in front of libcst's parser, the linter for its rules, and its findings in its
-own terms (notebook cells)."""
+cells), the linter for its rules, and its findings in its own terms (notebook cells)."""
 
 from __future__ import annotations
 
 from perflint.engine import Linter
 from perflint.files import SourceFile
-from perflint.limits import too_deep
 from perflint.model.project import FileFacts
 from perflint.notebook import Notebook, NotebookError
 from perflint.rule import SYNTAX_ERROR, Finding, all_rules
@@ -24,14 +22,6 @@ def linter_for(codes: tuple[str, ...]) -> Linter:
     return linter
 
 
-def decode(data: bytes) -> str:
-    """Text good enough to scan and measure; the parser decodes by the file's coding cookie itself."""
-    try:
-        return data.decode("utf-8").lstrip("\ufeff")
-    except UnicodeError:
-        return data.decode("latin-1")
-
-
 def code_text(file: SourceFile, data: bytes) -> str:
     """The Python a file holds: what the project scan reads and the size limit measures."""
     if file.notebook:
@@ -39,16 +29,7 @@ def code_text(file: SourceFile, data: bytes) -> str:
             return Notebook(data).source
         except NotebookError:
             return ""
-    return decode(data)
-
-
-def lint_code(source: bytes | str, file: SourceFile, facts: FileFacts | None) -> list[Finding]:
-    """lint_source behind the depth guard (limits.py)."""
-    deep = too_deep(source if isinstance(source, str) else decode(source))
-    if deep is not None:
-        line, reason = deep
-        return [SYNTAX_ERROR.finding(file.shown, line, f"cannot parse: {reason}")]
-    return linter_for(file.codes).lint_source(source, file.shown, facts)
+    return data.decode("utf-8", "replace")  # good enough to scan; the parser honours the coding cookie
 
 
 def lint(file: SourceFile, data: bytes, facts: FileFacts | None) -> list[Finding]:
@@ -59,7 +40,8 @@ def lint(file: SourceFile, data: bytes, facts: FileFacts | None) -> list[Finding
         except NotebookError as e:
             findings = [SYNTAX_ERROR.finding(file.shown, 1, f"cannot read: {e}")]
         else:
-            findings = notebook.findings(lint_code(notebook.source, file, facts), file.shown)
+            findings = notebook.findings(linter_for(file.codes).lint_source(notebook.source, file.shown, facts),
+                                         file.shown)
     else:
-        findings = lint_code(data, file, facts)
+        findings = linter_for(file.codes).lint_source(data, file.shown, facts)
     return [f for f in findings if f.code in file.codes]
