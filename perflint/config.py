@@ -143,8 +143,10 @@ def load(path: Path | None = None, start: Path | None = None) -> Config:
         if path is None:
             git = _nearest(start, ".git")
             return Config(root=git.parent if git else Path.cwd().resolve())
+    from perflint.files import read  # never blocks on a FIFO; files.py needs this module first
+
     try:
-        data = toml.loads(path.read_text(encoding="utf-8"))
+        data = toml.loads(read(path).decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except (OSError, UnicodeError) as e:

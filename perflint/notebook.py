@@ -34,7 +34,9 @@ class NotebookError(ValueError):
 
 
 def _text(source) -> str:
-    return "".join(source) if isinstance(source, list) else source if isinstance(source, str) else ""
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return "".join(source)
+    return source if isinstance(source, str) else ""
 
 
 def _compiles(code: str) -> tuple[int, str] | None:
@@ -56,7 +58,7 @@ class Notebook:
     def __init__(self, data: bytes) -> None:
         try:
             raw = json.loads(data)
-        except (ValueError, UnicodeError) as e:
+        except (ValueError, UnicodeError, RecursionError) as e:
             raise NotebookError(f"not a notebook: {e}") from None
         cells = raw.get("cells") if isinstance(raw, dict) else None
         if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):

@@ -348,3 +348,20 @@ def test_odd_inputs_are_findings_or_clean_never_tracebacks(project, capsys):
     assert broken == {"nul.py", "bad_cookie.py", "latin1_no_cookie.py", "tabs_spaces.py", "not_json.ipynb",
                       "wrong_shape.ipynb", "empty.ipynb"}, out
     assert "perflint: huge_line.py: skipped: 1.9 MiB of code is over max-file-size" in err
+
+
+def test_a_file_name_with_a_newline_cannot_pass_for_another_finding(project, capsys):
+    (project / "x\ny.py:1:1: PFL101 fake.py").write_text(SYNC_LOOP)
+    code, out, _ = run(capsys, "--no-cache")
+    assert out.splitlines()[0].startswith("x\\x0ay.py:1:1: PFL101 fake.py:7:18: PFL101")
+
+
+def test_concurrent_runs_share_a_cache_safely(tmp_path):
+    for i in range(30):
+        (tmp_path / f"m{i}.py").write_text(SYNC_LOOP.replace("def train", f"def train{i}"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-m", "perflint", "--jobs", "1", "."], cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for _ in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert {o for o, _ in outs} == {outs[0][0]} and outs[0][0].count(b"PFL101") == 30
+    assert all(e == b"" for _, e in outs) and perflint(".", cwd=tmp_path).stdout.encode() == outs[0][0]

@@ -3,10 +3,17 @@ terminals understand; `[*]` marks a finding that `--fix` can fix, as in ruff; co
 
 from __future__ import annotations
 
+import re
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
 
 def location(f) -> str:
+    """Where, on one line: a control character in a file name (a newline) is escaped, so that a name can
+    never pass for another finding."""
+    path = _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", f.path)
     cell = getattr(f, "cell", None)
-    return f"{f.path}:cell {cell}:{f.line}:{f.col}" if cell is not None else f"{f.path}:{f.line}:{f.col}"
+    return f"{path}:cell {cell}:{f.line}:{f.col}" if cell is not None else f"{path}:{f.line}:{f.col}"
 
 
 def render(findings, rules, color: bool = False, unsafe: bool = False) -> str:
