@@ -285,14 +285,17 @@ def test_a_closed_pipe_ends_quietly(tmp_path, argv):
 
 
 def test_ctrl_c_with_workers_prints_one_line(tmp_path):
+    """One worker still parsing a big file, the other idle and waiting for work: a terminal's Ctrl-C reaches
+    all three processes. (With a concurrent.futures pool, the idle worker printed a KeyboardInterrupt
+    traceback.)"""
     source = (ROOT / "examples" / "train_antipattern.py").read_text()
-    for i in range(400):
-        (tmp_path / f"m{i:03}.py").write_text(source + f"\nvalue_{i} = {i}\n")
+    (tmp_path / "big.py").write_text("\n".join(source.replace("def ", f"def v{i}_") for i in range(250)))
+    (tmp_path / "small.py").write_text(source)
     proc = subprocess.Popen([sys.executable, "-m", "perflint", "--no-cache", "--jobs", "2", "."], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
-    time.sleep(2)
-    os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole foreground group
+    time.sleep(1.5)
+    os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err.decode().strip() == "perflint: interrupted"
 
