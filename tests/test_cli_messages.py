@@ -14,11 +14,20 @@ from pathlib import Path
 import pytest
 
 import perflint.cli as cli
+import perflint.rule as rule_module
 from perflint.cli import main
+from perflint.rule import all_rules
 from tests.conftest import SYNC_LOOP
+from tests.test_fix import ToCuda
 
 ROOT = Path(__file__).resolve().parents[1]
-SAFE = "import torch\nfor i in range(3):\n    m = torch.zeros(3).to(device)\n"  # PFL201: a safe fix
+SAFE = "import torch\ny = x.cuda()\n"  # tests/test_fix.py's ToCuda (PFL990): a safe fix, whatever the real rules do
+
+
+@pytest.fixture
+def project(project, monkeypatch):
+    monkeypatch.setattr(rule_module, "_registry", {**all_rules(), "PFL990": ToCuda})
+    return project
 
 
 def run(capsys, *argv):
@@ -40,7 +49,7 @@ def test_summary_counts_the_files_with_findings_and_says_file_once(project, caps
 def test_fixable_findings_are_marked_and_summed_up(project, capsys):
     (project / "a.py").write_text(SAFE + SYNC_LOOP)
     _, out, _ = run(capsys)
-    assert re.search(r"a.py:3:9: PFL201 \[\*\] ", out) and re.search(r"a.py:\d+:18: PFL101 `", out)
+    assert re.search(r"a.py:2:7: PFL990 \[\*\] ", out) and re.search(r"a.py:\d+:18: PFL101 `", out)
     assert "[*] 1 fixable with `perflint --fix`." in out
     (project / "a.py").write_text(SYNC_LOOP)
     _, out, _ = run(capsys)
@@ -95,7 +104,7 @@ def test_statistics_follow_the_output_format(project, capsys):
     code, out, _ = run(capsys, "--statistics", "--output-format", "json")
     assert code == 1 and json.loads(out) == [
         {"code": "PFL101", "name": "item-in-loop", "count": 1, "fixable": 0},
-        {"code": "PFL201", "name": "cpu-tensor-then-moved", "count": 1, "fixable": 1}]
+        {"code": "PFL990", "name": "test-to-cuda", "count": 1, "fixable": 1}]
     code, _, err = run(capsys, "--statistics", "--output-format", "sarif")
     assert code == 2 and "--statistics prints text or json" in err
 
@@ -111,12 +120,12 @@ def test_rule_names_work_where_codes_do(project, capsys):
     code, out, _ = run(capsys, "--explain", "item-in-loop")
     assert code == 0 and out.startswith("# PFL101 item-in-loop")
     _, out, _ = run(capsys, "-q", "--select", "item-in-loop")
-    assert "PFL101" in out and "PFL201" not in out
-    _, out, _ = run(capsys, "-q", "--ignore", "item-in-loop,PFL2")
+    assert "PFL101" in out and "PFL990" not in out
+    _, out, _ = run(capsys, "-q", "--ignore", "item-in-loop,test-to-cuda")
     assert out == ""
     (project / "pyproject.toml").write_text('[tool.perflint]\nper-file-ignores = {"a.py" = ["item-in-loop"]}\n')
     _, out, _ = run(capsys, "-q")
-    assert "PFL101" not in out and "PFL201" in out
+    assert "PFL101" not in out and "PFL990" in out
 
 
 def test_usage_line_names_the_trace_subcommand(capsys):

@@ -7,11 +7,22 @@ import json
 
 import pytest
 
+import perflint.rule as rule_module
 from perflint.cli import main
+from perflint.rule import all_rules
+from tests.conftest import SYNC_LOOP
+from tests.test_fix import ToCuda
 
-SYNC = ("def train(model, loader, criterion):\n    total = 0.0\n    for x, y in loader:\n"
-        "        loss = criterion(model(x), y)\n        total += loss.item()\n    return total")
-TRANSFER = "for i in range(3):\n    m = torch.zeros(3).to(device)"  # PFL201 at line 2, column 9; a safe fix
+SYNC = SYNC_LOOP.replace("import torch\n\n", "").rstrip("\n")  # PFL101 at line 5, column 18
+# tests/test_fix.py's ToCuda (PFL990), so that these tests do not move with the real rules: reported at
+# line 2, column 11 (`cuda`); its safe fix rewrites the call from column 9: `m = x.to("cuda")`.
+TRANSFER = "for i in range(3):\n    m = x.cuda()"
+
+
+@pytest.fixture
+def project(project, monkeypatch):
+    monkeypatch.setattr(rule_module, "_registry", {**all_rules(), "PFL990": ToCuda})
+    return project
 
 
 def code(source: str, outputs: list | None = None) -> dict:
@@ -32,7 +43,7 @@ def write(path, cells, language="python"):
 
 
 def run(capsys, *argv):
-    code_ = main(["--no-cache", *argv])
+    code_ = main(["--no-cache", "--select", "PFL001,PFL101,PFL990", *argv])
     out, err = capsys.readouterr()
     return code_, out, err
 
@@ -44,7 +55,7 @@ def test_findings_are_reported_by_cell_and_line(project, capsys):
     assert status == 1
     assert out.splitlines()[:2] == [
         "nb.ipynb:cell 3:5:18: PFL101 " + out.split("PFL101 ")[1].splitlines()[0],
-        "nb.ipynb:cell 5:2:9: PFL201 [*] " + out.split("PFL201 [*] ")[1].splitlines()[0]]
+        "nb.ipynb:cell 5:2:11: PFL990 [*] test rule: .cuda()"]
     assert "Found 2 findings in 1 file." in out
 
 
@@ -52,7 +63,7 @@ def test_json_fills_the_cell_field_and_counts_rows_in_the_cell(project, capsys):
     write(project / "nb.ipynb", [markdown("# Title"), code("import torch"), code(TRANSFER)])
     _, out, _ = run(capsys, "--output-format", "json", "nb.ipynb")
     (item,) = json.loads(out)
-    assert item["cell"] == 3 and item["location"] == {"row": 2, "column": 9}
+    assert item["cell"] == 3 and item["location"] == {"row": 2, "column": 11}
     assert item["fix"]["edits"][0]["location"] == {"row": 2, "column": 9}
 
 
@@ -62,7 +73,7 @@ def test_a_folder_of_notebooks_is_linted(project, capsys):
         write(project / "notebooks" / f"n{i}.ipynb", [code("import torch\n" + TRANSFER)])
     write(project / "notebooks" / ".ipynb_checkpoints_copy.ipynb", [code("import torch\n" + TRANSFER)])
     status, out, _ = run(capsys)
-    assert status == 1 and out.count("PFL201") == 4 and "Found 4 findings in 4 files." in out
+    assert status == 1 and out.count("PFL990") == 4 and "Found 4 findings in 4 files." in out
 
 
 def test_magics_and_shell_lines_are_not_python_and_do_not_hide_findings(project, capsys):
@@ -70,17 +81,17 @@ def test_magics_and_shell_lines_are_not_python_and_do_not_hide_findings(project,
         code("%matplotlib inline\nimport torch\n!pip install foo\nfiles = !ls\ntorch.zeros?"),
         code("%%bash\necho ((( not python"),  # a cell magic: the whole cell is another language
         code("%%time\n" + TRANSFER),  # %%time runs the Python below it
-        code("for i in range(3):\n    %time f(i)\n    m = torch.zeros(3).to(device)"),
+        code("for i in range(3):\n    %time f(i)\n    m = x.cuda()"),
     ])
     status, out, _ = run(capsys, "nb.ipynb")
     assert [line.split(": PFL")[0] for line in out.splitlines() if "PFL" in line] == [
-        "nb.ipynb:cell 3:3:9", "nb.ipynb:cell 4:3:9"]
+        "nb.ipynb:cell 3:3:11", "nb.ipynb:cell 4:3:11"]
 
 
 def test_a_cell_that_does_not_compile_is_pfl001_and_the_others_are_linted(project, capsys):
     write(project / "nb.ipynb", [code("import torch"), code("def broken(:\n    pass"), code(TRANSFER)])
     status, out, _ = run(capsys, "nb.ipynb")
-    assert "nb.ipynb:cell 2:1:1: PFL001 cannot parse" in out and "nb.ipynb:cell 3:2:9: PFL201" in out
+    assert "nb.ipynb:cell 2:1:1: PFL001 cannot parse" in out and "nb.ipynb:cell 3:2:11: PFL990" in out
 
 
 def test_notebooks_in_other_languages_are_not_linted(project, capsys):
@@ -91,14 +102,14 @@ def test_notebooks_in_other_languages_are_not_linted(project, capsys):
 def test_fix_changes_only_the_fixed_lines_and_keeps_outputs_and_metadata(project, capsys):
     output = [{"name": "stdout", "output_type": "stream", "text": ["ok\n"]}]
     cells = [markdown("# Title"), code("%matplotlib inline\nimport torch", output), code(TRANSFER, output),
-             code("%%bash\necho hi"), code("for i in range(3):\n    %time f(i)\n    m = torch.zeros(3).to(device)")]
+             code("%%bash\necho hi"), code("for i in range(3):\n    %time f(i)\n    m = x.cuda()")]
     path = write(project / "nb.ipynb", cells)
     before = path.read_text()
     status, out, err = run(capsys, "--fix", "nb.ipynb")
     after = path.read_text()
     assert "Fixed 2 findings." in err and status == 0
     changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
-    assert changed == [('    "    m = torch.zeros(3).to(device)"', '    "    m = torch.zeros(3, device=device)"')] * 2
+    assert changed == [('    "    m = x.cuda()"', '    "    m = x.to(\\"cuda\\")"')] * 2
     assert len(before.splitlines()) == len(after.splitlines())
     old, new = json.loads(before), json.loads(after)
     for a, b in zip(old["cells"], new["cells"]):
@@ -111,16 +122,16 @@ def test_diff_shows_one_patch_per_changed_cell(project, capsys):
     write(project / "nb.ipynb", [code("import torch"), code(TRANSFER)])
     status, out, err = run(capsys, "--diff", "nb.ipynb")
     assert status == 1 and out.startswith("--- a/nb.ipynb:cell 2\n+++ b/nb.ipynb:cell 2\n")
-    assert "+    m = torch.zeros(3, device=device)" in out and "Would fix 1 finding." in err
+    assert '+    m = x.to("cuda")' in out and "Would fix 1 finding." in err
 
 
 def test_the_cache_keeps_the_cell(project, capsys):
     write(project / "nb.ipynb", [markdown("x"), code("import torch\n" + TRANSFER)])
-    first = main(["nb.ipynb"]), capsys.readouterr()
-    assert main(["nb.ipynb"]) == first[0] and capsys.readouterr() == first[1] and "cell 2:3:9" in first[1].out
+    first = main(["--select", "PFL990", "nb.ipynb"]), capsys.readouterr()
+    assert main(["--select", "PFL990", "nb.ipynb"]) == first[0] and capsys.readouterr() == first[1] and "cell 2:3:11" in first[1].out
 
 
-@pytest.mark.parametrize("fmt,expected", [("github", "::cell 2: "), ("gitlab", '"description": "PFL201 cell 2: '),
+@pytest.mark.parametrize("fmt,expected", [("github", "::cell 2: "), ("gitlab", '"description": "PFL990 cell 2: '),
                                           ("sarif", '"text": "cell 2: ')])
 def test_formats_without_a_cell_field_name_the_cell_in_the_message(project, capsys, fmt, expected):
     write(project / "nb.ipynb", [markdown("x"), code("import torch\n" + TRANSFER)])

@@ -22,8 +22,11 @@ from pathlib import Path
 import pytest
 
 import perflint.fix as fix_module
+import perflint.rule as rule_module
 from perflint.cli import main
+from perflint.rule import all_rules
 from tests.conftest import SYNC_LOOP
+from tests.test_fix import ToCuda
 
 # As limits.py and config.py set them; written out so that this file also runs (and fails) on a perflint
 # without them.
@@ -31,7 +34,7 @@ MAX_DEPTH = 1000
 DEFAULT_MAX_FILE_SIZE = 1024 * 1024
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXABLE = "import torch\nfor i in range(3):\n    m = torch.zeros(3).to(device)\n"  # PFL201, a safe fix
+FIXABLE = "import torch\ny = x.cuda()\n"  # PFL990 (tests/test_fix.py's ToCuda): a safe fix, whatever the real rules do
 
 
 def run(capsys, *argv):
@@ -194,21 +197,29 @@ def test_a_cache_of_the_wrong_shape_is_ignored_and_rebuilt(project, capsys, cont
 
 
 # ---- --fix and what the user owns --------------------------------------------------------------------------
+@pytest.fixture
+def fixing(project, monkeypatch):
+    monkeypatch.setattr(rule_module, "_registry", {**all_rules(), "PFL990": ToCuda})
+    return project
+
+
 def fix(capsys, *argv):
-    return run(capsys, "--no-cache", "--fix", "--select", "PFL201", *argv)
+    return run(capsys, "--no-cache", "--fix", "--select", "PFL990", *argv)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
-def test_fix_keeps_owner_and_group(project, capsys):
+def test_fix_keeps_owner_and_group(fixing, capsys):
+    project = fixing
     path = project / "a.py"
     path.write_text(FIXABLE)
     os.chown(path, 1234, 5678)
     fix(capsys)
-    assert "device=" in path.read_text()
+    assert '.to("cuda")' in path.read_text()
     assert (path.stat().st_uid, path.stat().st_gid) == (1234, 5678)
 
 
-def test_fix_does_not_split_hard_links(project, capsys):
+def test_fix_does_not_split_hard_links(fixing, capsys):
+    project = fixing
     path = project / "a.py"
     path.write_text(FIXABLE)
     os.link(path, project / "b.py")
@@ -218,7 +229,8 @@ def test_fix_does_not_split_hard_links(project, capsys):
     assert path.stat().st_ino == (project / "b.py").stat().st_ino and code == 1
 
 
-def test_fix_does_not_rewrite_a_read_only_file(project, capsys):
+def test_fix_does_not_rewrite_a_read_only_file(fixing, capsys):
+    project = fixing
     path = project / "a.py"
     path.write_text(FIXABLE)
     path.chmod(0o444)
@@ -227,7 +239,8 @@ def test_fix_does_not_rewrite_a_read_only_file(project, capsys):
     assert "a.py: not fixed: it is read-only" in err and code == 1
 
 
-def test_fix_removes_leftovers_of_a_killed_run_but_not_a_live_ones(project, capsys):
+def test_fix_removes_leftovers_of_a_killed_run_but_not_a_live_ones(fixing, capsys):
+    project = fixing
     path = project / "a.py"
     path.write_text(FIXABLE)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -237,10 +250,11 @@ def test_fix_removes_leftovers_of_a_killed_run_but_not_a_live_ones(project, caps
     live = project / f".a.py.{os.getppid()}.a1b2c3.perflint-tmp"
     live.write_text("in progress")
     fix(capsys)
-    assert "device=" in path.read_text() and not leftover.exists() and live.exists()
+    assert '.to("cuda")' in path.read_text() and not leftover.exists() and live.exists()
 
 
-def test_fix_leaves_a_file_that_changes_under_it(project, capsys, monkeypatch):
+def test_fix_leaves_a_file_that_changes_under_it(fixing, capsys, monkeypatch):
+    project = fixing
     path = project / "a.py"
     path.write_text(FIXABLE)
     real = fix_module.fix_source
@@ -251,7 +265,7 @@ def test_fix_leaves_a_file_that_changes_under_it(project, capsys, monkeypatch):
 
     monkeypatch.setattr(fix_module, "fix_source", edit_meanwhile)
     code, out, err = fix(capsys)
-    assert path.read_text().endswith("meanwhile\n") and "device=" not in path.read_text()
+    assert path.read_text().endswith("meanwhile\n") and ".cuda()" in path.read_text()
     assert "a.py: not fixed: it changed" in err
 
 
