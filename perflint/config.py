@@ -28,10 +28,14 @@ class ConfigError(UsageError):
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
                    "node_modules", "site-packages", ".eggs", "*.egg-info", ".perflint_cache", ".mypy_cache",
                    ".pytest_cache", ".ruff_cache", "__pypackages__", ".ipynb_checkpoints")
-_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "max-file-size"}
+_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "max-file-size",
+         "file-timeout"}
 # Files bigger than this are skipped with a notice: libcst needs about 4.5 s and 400 MiB per MiB of
 # hand-written code and up to 11 s and 1.4 GiB per MiB of generated tables (README, "Limits").
 DEFAULT_MAX_FILE_SIZE = 1024 * 1024
+# Seconds one file may take before its worker is stopped: 10x what 1 MiB of real code takes on a loaded
+# 2-core machine, so only a pathological file (super-linear analysis) reaches it (README, "Limits").
+DEFAULT_FILE_TIMEOUT = 60.0
 _UNITS = {"": 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000 ** 2, "mib": 1024 ** 2, "gb": 1000 ** 3,
           "gib": 1024 ** 3}
 
@@ -46,6 +50,7 @@ class Config:
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     extend_exclude: list[str] = field(default_factory=list)
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes of code; 0: no limit
+    file_timeout: float = DEFAULT_FILE_TIMEOUT  # seconds per file; 0: no limit
     source: Path | None = None  # the file the settings came from
 
     def enabled_codes(self) -> list[str]:
@@ -176,6 +181,11 @@ def load(path: Path | None = None, start: Path | None = None) -> Config:
     config.extend_exclude = _strings(table.get("extend-exclude", []), "extend-exclude")
     if "max-file-size" in table:
         config.max_file_size = _size(table["max-file-size"])
+    if "file-timeout" in table:
+        value = table["file-timeout"]
+        if type(value) not in (int, float) or value < 0:
+            raise ConfigError(f"file-timeout must be a number of seconds (0: no limit), not {value!r}")
+        config.file_timeout = float(value)
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         raise ConfigError(f"{path}: per-file-ignores must be a table of glob = [codes]")

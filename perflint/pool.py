@@ -3,8 +3,9 @@
 libcst's native parser can kill its process (a stack overflow is a SIGSEGV, not an exception), and a
 killed worker breaks a `concurrent.futures` pool: every pending result is lost and nobody knows which
 file did it. Here each worker is handed one item at a time, so when one dies the parent knows the item
-it was working on, records it as crashed, starts a new worker and goes on. Linting always happens in
-workers, even with `--jobs 1`, so the command itself survives any file.
+it was working on, records it as crashed, starts a new worker and goes on; a worker that takes longer
+than a time limit on one item is stopped the same way. Linting always happens in workers, even with
+`--jobs 1`, so the command itself survives any file.
 
 Workers ignore SIGINT: on Ctrl-C only the parent stops (and kills them), without a traceback per worker.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import signal
 import sys
+import time
 from collections import deque
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Sequence
@@ -39,6 +41,7 @@ def _serve(conn: Connection, work: Callable[[Any], Any]) -> None:
 
 class _Worker:
     def __init__(self, ctx, work: Callable[[Any], Any]) -> None:
+        self.ctx, self.work = ctx, work
         self.conn, child = ctx.Pipe()
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # so the child starts ignoring it
         try:
@@ -48,6 +51,7 @@ class _Worker:
             signal.signal(signal.SIGINT, previous)
         child.close()
         self.index: int | None = None  # the item it is working on
+        self.started = 0.0  # when it got that item
 
     def stop(self) -> None:
         if self.process.is_alive():
@@ -55,18 +59,31 @@ class _Worker:
         self.process.join()
         self.conn.close()
 
+    def replaced(self) -> "_Worker":
+        self.stop()
+        return _Worker(self.ctx, self.work)
 
-def run(work: Callable[[Any], Any], items: Sequence[Any], jobs: int,
-        failed: Callable[[int, str], Any], done: Callable[[], None] | None = None) -> list[Any]:
-    """`[work(item) for item in items]` on `jobs` worker processes. An item whose worker dies or whose
-    `work` raises gets `failed(index, reason)` as its result instead."""
+
+def run(work: Callable[[Any], Any], items: Sequence[Any], jobs: int, failed: Callable[[int, str], Any],
+        done: Callable[[], None] | None = None, timeout: float | None = None) -> list[Any]:
+    """`[work(item) for item in items]` on `jobs` worker processes. An item whose worker dies, whose `work`
+    raises, or that takes longer than `timeout` seconds gets `failed(index, reason)` as its result."""
     results: list[Any] = [None] * len(items)
     queue = deque(range(len(items)))
-    ctx = _context()
+    remaining = len(items)
     workers: list[_Worker] = []
+
+    def finish(w: _Worker, result: Any) -> None:
+        nonlocal remaining
+        results[w.index] = result
+        w.index = None
+        remaining -= 1
+        if done is not None:
+            done()
+
     try:
+        ctx = _context()
         workers = [_Worker(ctx, work) for _ in range(min(jobs, len(items)))]
-        remaining = len(items)
         while remaining:
             for i, w in enumerate(workers):
                 if w.index is None and queue:
@@ -75,30 +92,29 @@ def run(work: Callable[[Any], Any], items: Sequence[Any], jobs: int,
                         w.conn.send(items[index])
                     except OSError:  # it died idle (out of memory, killed): the item was never seen
                         queue.appendleft(index)
-                        w.stop()
-                        workers[i] = _Worker(ctx, work)
+                        workers[i] = w.replaced()
                         continue
-                    w.index = index
-            ready = set(wait([w.conn for w in workers] + [w.process.sentinel for w in workers]))
+                    w.index, w.started = index, time.monotonic()
+            busy = [w.started for w in workers if w.index is not None]
+            left = None if timeout is None or not busy else max(0.0, min(busy) + timeout - time.monotonic())
+            ready = set(wait([w.conn for w in workers] + [w.process.sentinel for w in workers], left))
+            now = time.monotonic()
             for i, w in enumerate(workers):
-                if w.conn not in ready and w.process.sentinel not in ready:
+                if w.conn in ready or w.process.sentinel in ready:
+                    try:
+                        ok, value = w.conn.recv()
+                    except (EOFError, OSError):
+                        reason = _death(w.process)
+                    else:
+                        finish(w, value if ok else failed(w.index, value))
+                        continue
+                elif w.index is not None and timeout is not None and now - w.started >= timeout:
+                    reason = f"took longer than {timeout:g} s"
+                else:
                     continue
-                try:
-                    ok, value = w.conn.recv()
-                except (EOFError, OSError):  # the worker died
-                    if w.index is not None:
-                        results[w.index] = failed(w.index, _death(w.process))
-                        remaining -= 1
-                        if done is not None:
-                            done()
-                    w.stop()
-                    workers[i] = _Worker(ctx, work)
-                    continue
-                results[w.index] = value if ok else failed(w.index, value)
-                w.index = None
-                remaining -= 1
-                if done is not None:
-                    done()
+                if w.index is not None:
+                    finish(w, failed(w.index, reason))
+                workers[i] = w.replaced()
     finally:
         for w in workers:
             w.stop()

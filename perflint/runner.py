@@ -82,10 +82,11 @@ def lint_paths(paths: list[str], config: Config, jobs: int = 0, use_cache: bool 
             return [SYNTAX_ERROR.finding(file.shown, 1, f"{_CRASHED} {reason}")] \
                 if SYNTAX_ERROR.code in file.codes else []
 
-        results = pool.run(_lint_one, todo, jobs, crashed, done if progress else None)
+        results = pool.run(_lint_one, todo, jobs, crashed, done if progress else None,
+                           timeout=config.file_timeout or None)
         for key, result in zip(keys, results):
             if cache and not any(f.message.startswith(_CRASHED) for f in result):
-                cache.put(key, result)  # a crash may be the machine's (memory, a kill): not cached
+                cache.put(key, result)  # a crash or a timeout may be the machine's (memory, load): not cached
             run.findings.extend(result)
     if cache:
         cache.save()

@@ -382,3 +382,26 @@ def test_concurrent_runs_share_a_cache_safely(tmp_path):
     outs = [p.communicate(timeout=300) for p in procs]
     assert {o for o, _ in outs} == {outs[0][0]} and outs[0][0].count(b"PFL101") == 30
     assert all(e == b"" for _, e in outs) and perflint(".", cwd=tmp_path).stdout.encode() == outs[0][0]
+
+
+def test_a_file_that_takes_too_long_is_stopped_and_the_others_are_reported(project, capsys, monkeypatch):
+    """`file-timeout` stops a worker stuck on one file (a super-linear analysis, a parser that crawls)."""
+    import perflint.runner as runner
+
+    real = runner._lint_one
+
+    def slow_on_one(item):
+        if item[0].name == "slow.py":
+            time.sleep(60)
+        return real(item)
+
+    monkeypatch.setattr(runner, "_lint_one", slow_on_one)
+    (project / "pyproject.toml").write_text("[tool.perflint]\nfile-timeout = 1.5\n")
+    (project / "slow.py").write_text(SYNC_LOOP)
+    for i in range(3):
+        (project / f"ok{i}.py").write_text(SYNC_LOOP)
+    start = time.monotonic()
+    code, out, err = run(capsys, "--no-cache", "--jobs", "2")
+    assert time.monotonic() - start < 30 and code == 1
+    assert "slow.py:1:1: PFL001 cannot analyse: the worker process linting it took longer than 1.5 s" in out
+    assert all(f"ok{i}.py:7:18: PFL101" in out for i in range(3))
