@@ -7,9 +7,9 @@ not long chains: `a + a + ...`, `a.b.c...`, `x.f().g()...`, `not not ...`, `elif
 with a statement nested deeper than MAX_DEPTH levels is reported as PFL001 instead of parsed.
 
 Measured on libcst 1.9.0, Python 3.11, the usual 8 MiB stack (`python benchmarks/bench_limits.py`, in
-the README under "Limits"): libcst fails from a depth of about 5,900 (attribute chains) to 8,300 (unary
-chains), by crashing or by taking more than a minute; at depth 1,000 every chain tried parses in under
-half a second. The deepest statement in 350,000 lines of real PyTorch code is 76 levels deep.
+the README under "Limits"): libcst fails from a depth of 3,490 (lambda chains) to 8,364 (`elif`
+chains), by crashing or by taking more than a minute; at depth 1,000 every chain tried parses in about
+a second or less. The deepest statement in 350,000 lines of real PyTorch code is 90 levels deep.
 
 The check is cheap because almost every file fails its first, crude bound: one `str.count` pass over
 blank-line separated paragraphs (joined while brackets stay open) counts the characters that can start a

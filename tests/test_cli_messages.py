@@ -82,8 +82,12 @@ def test_progress_only_on_a_terminal_and_only_for_long_runs(project, capsys, mon
     (project / "a.py").write_text(SYNC_LOOP)
     run(capsys)
     assert "files" not in capsys.readouterr().err
-    clock = iter([0.0, 5.0, 5.0, 5.0, 5.0])
-    monkeypatch.setattr(cli.time, "monotonic", lambda: next(clock))
+    class StartedLongAgo(cli._Progress):
+        def __init__(self):
+            super().__init__()
+            self.start -= 5
+
+    monkeypatch.setattr(cli, "_Progress", StartedLongAgo)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     _, _, err = run(capsys)
     assert "\rperflint: 1/1 files" in err and err.endswith("\r\033[K")
