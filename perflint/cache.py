@@ -26,7 +26,7 @@ def digest(data: bytes) -> str:
 
 def _encode(f: Finding) -> list:
     return [f.line, f.col, f.end_line, f.end_col, f.code, f.name, f.message, f.severity,
-            asdict(f.fix) if f.fix else None, list(f.evidence), f.cell]
+            asdict(f.fix) if f.fix else None, list(f.evidence), list(getattr(f, "requires", ())), f.cell]
 
 
 def _int(value) -> int:
@@ -49,16 +49,16 @@ def _position(value) -> tuple[int, int]:
 
 def _decode(path: str, row) -> Finding:
     """A finding from a cache row; ValueError (or a KeyError/TypeError inside a fix) when it is not one."""
-    if not isinstance(row, list) or len(row) != 11:
+    if not isinstance(row, list) or len(row) != 12:
         raise ValueError(row)
-    line, col, end_line, end_col, code, name, message, severity, fix, evidence, cell = row
+    line, col, end_line, end_col, code, name, message, severity, fix, evidence, requires, cell = row
     if fix is not None:
         fix = Fix(_str(fix["applicability"]), _str(fix["message"]),
                   tuple(Edit(_str(e["content"]), _position(e["start"]), _position(e["end"])) for e in fix["edits"]))
-    if not isinstance(evidence, list):
-        raise ValueError(evidence)
+    if not isinstance(evidence, list) or not isinstance(requires, list):
+        raise ValueError(row)
     return Finding(path, _int(line), _int(col), _int(end_line), _int(end_col), _str(code), _str(name),
-                   _str(message), _str(severity), fix, tuple(map(_str, evidence)),
+                   _str(message), _str(severity), fix, tuple(map(_str, evidence)), tuple(map(_str, requires)),
                    None if cell is None else _int(cell))
 
 

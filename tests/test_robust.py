@@ -178,8 +178,9 @@ def test_an_unreadable_folder_is_skipped_with_a_notice(project, capsys, monkeypa
 @pytest.mark.parametrize("content", [
     "[]", "null", "5", '{"k": 5}',
     "ROWS:[[7, 18]]",  # a short row
-    'ROWS:[["a", "b", 5, 7, "PFL101", "item-in-loop", "m", "warning", null, [], null]]',  # mistyped
-    'ROWS:[[7, 18, 7, 29, "PFL101", "item-in-loop", "m", "warning", {"applicability": 1}, [], null]]',
+    'ROWS:[["a", "b", 5, 7, "PFL101", "item-in-loop", "m", "warning", null, [], [], null]]',  # mistyped
+    'ROWS:[[7, 18, 7, 29, "PFL101", "item-in-loop", "m", "warning", {"applicability": 1}, [], [], null]]',
+    'ROWS:[[7, 18, 7, 29, "PFL101", "item-in-loop", "m", "warning", null, [], [], "cell 1"]]',
     "ROWS:{}",
 ])
 def test_a_cache_of_the_wrong_shape_is_ignored_and_rebuilt(project, capsys, content):
