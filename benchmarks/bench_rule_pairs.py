@@ -5,7 +5,7 @@ Usage: python benchmarks/bench_rule_pairs.py [--repeat N] [--write]
 Each side runs once to warm up, then N times alternately; the figure is the ratio of the medians. A
 pair whose effect exists only on a GPU is listed but not timed. With --write, the ratio of every pair
 that is at least 1.2x faster on the CPU, and whose antipattern takes at least 0.5 ms (shorter runs are mostly
-timer noise), goes into `rules/effects.json` (the `benchmark` field quoted by the rule pages); the
+timer noise), goes into `perflint/effects.json` (the `benchmark` field quoted by the rule pages); the
 others are left without a speed claim.
 """
 

@@ -1,8 +1,10 @@
-"""Content-hash cache: a file whose bytes and settings are unchanged is not parsed again.
+"""Content-hash cache: a file whose bytes, rules and facts are unchanged is not parsed again.
 
-One JSON file per settings fingerprint (perflint version + enabled rules) in `.perflint_cache/`, mapping a
-file's BLAKE2 digest to its findings. Written atomically, so an interrupted run never leaves a broken
-cache; a cache that cannot be read is ignored.
+One JSON file per settings fingerprint (perflint version + enabled rules) in `.perflint_cache/`, mapping
+a key (the file's BLAKE2 digest, its rules and its facts) to its findings. Written atomically, so an
+interrupted run never leaves a broken cache. A cache that cannot be read, or whose content does not have
+the shape written here (another version, a hand edit, a truncated copy), is ignored and rebuilt: each
+entry is checked field by field when it is used, and one bad entry is one cache miss.
 """
 
 from __future__ import annotations
@@ -24,32 +26,66 @@ def digest(data: bytes) -> str:
 
 def _encode(f: Finding) -> list:
     return [f.line, f.col, f.end_line, f.end_col, f.code, f.name, f.message, f.severity,
-            asdict(f.fix) if f.fix else None]
+            asdict(f.fix) if f.fix else None, list(f.evidence), list(getattr(f, "requires", ())), f.cell]
 
 
-def _decode(path: str, row: list) -> Finding:
-    fix = row[8]
+def _int(value) -> int:
+    if type(value) is not int or value < 0:
+        raise ValueError(value)
+    return value
+
+
+def _str(value) -> str:
+    if type(value) is not str:
+        raise ValueError(value)
+    return value
+
+
+def _position(value) -> tuple[int, int]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError(value)
+    return _int(value[0]), _int(value[1])
+
+
+def _decode(path: str, row) -> Finding:
+    """A finding from a cache row; ValueError (or a KeyError/TypeError inside a fix) when it is not one."""
+    if not isinstance(row, list) or len(row) != 12:
+        raise ValueError(row)
+    line, col, end_line, end_col, code, name, message, severity, fix, evidence, requires, cell = row
     if fix is not None:
-        fix = Fix(fix["applicability"], fix["message"],
-                  tuple(Edit(e["content"], tuple(e["start"]), tuple(e["end"])) for e in fix["edits"]))
-    return Finding(path, *row[:8], fix)
+        fix = Fix(_str(fix["applicability"]), _str(fix["message"]),
+                  tuple(Edit(_str(e["content"]), _position(e["start"]), _position(e["end"])) for e in fix["edits"]))
+    if not isinstance(evidence, list) or not isinstance(requires, list):
+        raise ValueError(row)
+    return Finding(path, _int(line), _int(col), _int(end_line), _int(end_col), _str(code), _str(name),
+                   _str(message), _str(severity), fix, tuple(map(_str, evidence)), tuple(map(_str, requires)),
+                   None if cell is None else _int(cell))
 
 
 class Cache:
     def __init__(self, directory: Path, codes: list[str]) -> None:
         self.directory = directory
-        key = digest(json.dumps([__version__, codes]).encode())
-        self.file = directory / f"findings-{key}.json"
-        self.entries: dict[str, list] = {}
+        self.file = directory / f"findings-{digest(json.dumps([__version__, codes]).encode())}.json"
         self.dirty = False
         try:
-            self.entries = json.loads(self.file.read_text(encoding="utf-8"))
+            entries = json.loads(self.file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            self.entries = {}
+            entries = {}
+        self.entries: dict[str, list] = entries if isinstance(entries, dict) else {}
+
+    @staticmethod
+    def key(content: str, codes: tuple[str, ...], facts: str) -> str:
+        """The entry key of a file: its content digest, the rules that apply to it and its facts."""
+        return digest(f"{content}|{','.join(codes)}|{facts}".encode())
 
     def get(self, key: str, path: str) -> list[Finding] | None:
         rows = self.entries.get(key)
-        return None if rows is None else [_decode(path, r) for r in rows]
+        if not isinstance(rows, list):
+            return None
+        try:
+            return [_decode(path, r) for r in rows]
+        except (ValueError, KeyError, TypeError):
+            return None
 
     def put(self, key: str, findings: list[Finding]) -> None:
         self.entries[key] = [_encode(f) for f in findings]
@@ -64,8 +100,12 @@ class Cache:
             if not ignore.exists():
                 ignore.write_text("# created by perflint\n*\n")
             fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(self.entries, out, separators=(",", ":"))
-            os.replace(tmp, self.file)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    json.dump(self.entries, out, separators=(",", ":"))
+                os.replace(tmp, self.file)
+            except BaseException:
+                os.unlink(tmp)
+                raise
         except OSError:
             pass  # a read-only tree lints fine without a cache

@@ -1,33 +1,43 @@
 """Settings: `[tool.perflint]` in the nearest pyproject.toml (or `--config FILE`), then the command line.
 
 Selection works as in ruff: `select` (default: every rule that is on by default) plus `extend-select`,
-minus `ignore`; entries are codes or prefixes such as `PFL1`, or `ALL`. Selecting a code or prefix
-explicitly also turns on rules that are off by default.
+minus `ignore`; entries are codes, prefixes such as `PFL1`, rule names such as `item-in-loop`, or `ALL`.
+Selecting a code or prefix explicitly also turns on rules that are off by default.
+
+The project root is the folder of the settings file, else the nearest folder above the linted paths that
+holds `.git`, else the working directory: patterns are relative to it and the cache lives in it.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import sys
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
+from perflint import toml
 from perflint.rule import TOOL_RULES, all_rules
+from perflint.usage import UsageError
 
 
-class ConfigError(Exception):
-    """A configuration or usage mistake: reported in one line, exit code 2."""
+class ConfigError(UsageError):
+    """A configuration mistake: reported in one line, exit code 2."""
 
 
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
                    "node_modules", "site-packages", ".eggs", "*.egg-info", ".perflint_cache", ".mypy_cache",
                    ".pytest_cache", ".ruff_cache", "__pypackages__", ".ipynb_checkpoints")
-_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude"}
+_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "max-file-size",
+         "file-timeout"}
+# Files bigger than this are skipped with a notice: libcst needs about 4.5 s and 400 MiB per MiB of
+# hand-written code and up to 11 s and 1.4 GiB per MiB of generated tables (README, "Limits").
+DEFAULT_MAX_FILE_SIZE = 1024 * 1024
+# Seconds one file may take before its worker is stopped: 10x what 1 MiB of real code takes on a loaded
+# 2-core machine, so only a pathological file (super-linear analysis) reaches it (README, "Limits").
+DEFAULT_FILE_TIMEOUT = 60.0
+_UNITS = {"": 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000 ** 2, "mib": 1024 ** 2, "gb": 1000 ** 3,
+          "gib": 1024 ** 3}
 
 
 @dataclass
@@ -39,6 +49,8 @@ class Config:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     extend_exclude: list[str] = field(default_factory=list)
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes of code; 0: no limit
+    file_timeout: float = DEFAULT_FILE_TIMEOUT  # seconds per file; 0: no limit
     source: Path | None = None  # the file the settings came from
 
     def enabled_codes(self) -> list[str]:
@@ -71,18 +83,37 @@ class Config:
         return False
 
 
+def code_of(entry: str) -> str:
+    """A rule name (`item-in-loop`) as its code; anything else upper-cased, as codes are written."""
+    entry = entry.strip()
+    for rule in (*TOOL_RULES, *all_rules().values()):
+        if rule.name == entry.lower():
+            return rule.code
+    return entry.upper()
+
+
 def _expand(entries: list[str], codes: list[str], key: str) -> set[str]:
     out: set[str] = set()
     for entry in entries:
-        entry = entry.strip().upper()
+        entry = code_of(entry)
         if entry == "ALL":
             out |= set(codes)
             continue
         hits = {c for c in codes if c.startswith(entry)}
         if not hits:
-            raise ConfigError(f"{key}: unknown rule code or prefix {entry!r} (see `perflint --list-rules`)")
+            raise ConfigError(f"{key}: unknown rule code or prefix {entry!r} (codes, prefixes and rule names: see `perflint --list-rules`)")
         out |= hits
     return out
+
+
+def _size(value) -> int:
+    """Bytes from an integer or a string such as "2MB" or "512 KiB"."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", value.lower()) if isinstance(value, str) else None
+    if type(value) is int and value >= 0:
+        return value
+    if m is None or m.group(2) not in _UNITS:
+        raise ConfigError(f"max-file-size must be a number of bytes or a size such as \"2MB\", not {value!r}")
+    return int(float(m.group(1)) * _UNITS[m.group(2)])
 
 
 def _strings(value, key: str) -> list[str]:
@@ -93,30 +124,46 @@ def _strings(value, key: str) -> list[str]:
     return value
 
 
-def find_pyproject(start: Path) -> Path | None:
+def _nearest(start: Path, name: str, exists=os.path.exists) -> Path | None:
     for directory in (start, *start.parents):
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
+        if exists(directory / name):
+            return directory / name
     return None
+
+
+def start_folder(paths: list[str]) -> Path:
+    """Where settings are looked for: the folder that holds every linted path (or the working directory)."""
+    try:
+        common = Path(os.path.commonpath([os.path.abspath(p) for p in paths])) if paths else Path.cwd()
+    except ValueError:  # different drives
+        return Path.cwd()
+    return common if common.is_dir() else common.parent
 
 
 def load(path: Path | None = None, start: Path | None = None) -> Config:
     """Settings from an explicit file, or from the nearest pyproject.toml above `start` that exists."""
+    start = (start or Path.cwd()).resolve()
     if path is None:
-        path = find_pyproject((start or Path.cwd()).resolve())
+        path = _nearest(start, "pyproject.toml", os.path.isfile)
         if path is None:
-            return Config()
+            git = _nearest(start, ".git")
+            return Config(root=git.parent if git else Path.cwd().resolve())
+    from perflint.files import read  # never blocks on a FIFO; files.py needs this module first
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = toml.loads(read(path).decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except (OSError, UnicodeError) as e:
-        raise ConfigError(f"{path}: cannot read: {e}") from None
-    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror if isinstance(e, OSError) and e.strerror else e}") \
+            from None
+    except toml.TOMLDecodeError as e:
         raise ConfigError(f"{path}: invalid TOML: {e}") from None
     if path.name == "pyproject.toml" or "tool" in data:
-        table = data.get("tool", {}).get("perflint", {})
+        tool = data.get("tool", {})
+        if not isinstance(tool, dict):
+            raise ConfigError(f"{path}: [tool] must be a table")
+        table = tool.get("perflint", {})
     else:
         table = data  # a standalone perflint.toml
     if not isinstance(table, dict):
@@ -132,6 +179,13 @@ def load(path: Path | None = None, start: Path | None = None) -> Config:
     if "exclude" in table:
         config.exclude = _strings(table["exclude"], "exclude")
     config.extend_exclude = _strings(table.get("extend-exclude", []), "extend-exclude")
+    if "max-file-size" in table:
+        config.max_file_size = _size(table["max-file-size"])
+    if "file-timeout" in table:
+        value = table["file-timeout"]
+        if type(value) not in (int, float) or value < 0:
+            raise ConfigError(f"file-timeout must be a number of seconds (0: no limit), not {value!r}")
+        config.file_timeout = float(value)
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         raise ConfigError(f"{path}: per-file-ignores must be a table of glob = [codes]")

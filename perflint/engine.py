@@ -22,13 +22,13 @@ from libcst._nodes.internal import CodegenState
 from perflint.model.crossfile import FileResult, calls_out
 from perflint.model.program import FileModel, Walker
 from perflint.model.project import FileFacts
-from perflint.positions import node_ranges, statement_ranges
+from perflint.limits import too_deep
+from perflint.positions import node_ranges, physical_lines, statement_ranges
 from perflint.tree import children
 from perflint.rule import RULE_CRASHED, SYNTAX_ERROR, Edit, Finding, Fix, Pending, Rule
 
 _NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _FILE_NOQA = re.compile(r"^\s*#\s*perflint\s*:\s*noqa\s*$", re.IGNORECASE | re.MULTILINE)
-_PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # Python's line breaks only
 _EVIDENCE_CODE = 48  # characters of code quoted in an evidence line
 
 
@@ -57,6 +57,9 @@ class Linter:
         rules = self.rules if facts.torch else [r for r in self.rules if not r.torch_only]
         if not rules or _FILE_NOQA.search(text):
             return FileResult()
+        deep = too_deep(text)  # libcst's parser would crash or crawl on it (limits.py)
+        if deep is not None:
+            return FileResult([self._tool_finding(SYNTAX_ERROR, path, deep[0], 1, f"cannot parse: {deep[1]}")])
         try:
             module = cst.parse_module(source)
         except Exception as e:  # the parser's errors are not all ParserSyntaxError (NUL bytes, bad cookies)
@@ -116,7 +119,7 @@ class Linter:
                   for n in (p.node, p.fix_node, p.end_node, *(node for _, node in p.evidence)) if n is not None}
         ranges = {} if not module.body else node_ranges(module) if None in wanted \
             else statement_ranges(module, text, wanted)
-        lines = _PHYSICAL_LINE.findall(text)
+        lines = physical_lines(text)
         indents = None  # enclosing block indentation of fix targets, computed at the first fix
         out = []
         for p in pending:

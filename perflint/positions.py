@@ -17,6 +17,8 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 _NEWLINE = re.compile(r"\r\n?|\n")
+# Python's line breaks only (str.splitlines also splits on \f, \v, \x1c, \u2028...), each line with its own.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 Range = tuple[int, int, int, int]  # start line (1-based), start column (0-based), end line, end column
 
@@ -72,6 +74,11 @@ class _PositionState(CodegenState):
             if end_node is not None:
                 end_line, end_column = self.ranges[end_node][2:]
             self.ranges[node] = (line, column, end_line, end_column)
+
+
+def physical_lines(text: str) -> list[str]:
+    """The lines of `text` as Python counts them, with their line breaks: what line numbers index."""
+    return _LINE.findall(text)
 
 
 def node_ranges(module: cst.Module) -> dict[cst.CSTNode, Range]:

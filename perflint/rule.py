@@ -57,13 +57,14 @@ class Finding:
     # Functions of this file (qualified names) of which one must run every step for the finding to hold:
     # their callers are in other files. The runner keeps the finding if one is (model/crossfile.py).
     requires: tuple[str, ...] = ()
+    cell: int | None = None  # in a notebook: the cell (from 1) that `line` counts in
 
     @property
     def url(self) -> str:
         return rule_url(self.code, self.name)
 
     def sort_key(self) -> tuple:
-        return (self.path, self.line, self.col, self.code)
+        return (self.path, self.cell or 0, self.line, self.col, self.code)
 
 
 def rule_url(code: str, name: str) -> str:
@@ -144,6 +145,9 @@ class ToolRule:
 
     def family(self) -> str:
         return FAMILIES["0"]
+
+    def finding(self, path: str, line: int, message: str, cell: int | None = None) -> Finding:
+        return Finding(path, line, 1, line, 1, self.code, self.name, message, self.severity, cell=cell)
 
     def url(self) -> str:
         return rule_url(self.code, self.name)

@@ -1,101 +1,98 @@
-"""Lint many files: discovery, cache, worker processes, per-file ignores, sorted output."""
+"""Lint many files: discovery, reading, the size limit, the cache, worker processes, sorted output."""
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Callable
 
+from perflint import pool
 from perflint.cache import Cache, digest
 from perflint.config import Config
-from perflint.engine import Linter
-from perflint.files import discover
+from perflint.files import SourceFile, discover, read
 from perflint.model.project import FileFacts, Project, Scan
-from perflint.rule import SYNTAX_ERROR, Finding, all_rules
-
-_linter: Linter | None = None
-
-
-def _init_worker(codes: list[str]) -> None:
-    global _linter
-    rules = all_rules()
-    _linter = Linter(rules[c] for c in codes if c in rules)
+from perflint.rule import SYNTAX_ERROR, Finding
+from perflint.source import code_text, lint
 
 
-def _lint_one(item: tuple[str, bytes, FileFacts]) -> list[Finding]:
-    path, data, facts = item
-    return _linter.lint_source(data, path, facts)
+_CRASHED = "cannot analyse: the worker process linting it"
 
 
-def display_path(path: Path) -> str:
-    """Relative to the working directory when below it, with forward slashes."""
-    try:
-        return path.absolute().relative_to(Path.cwd().absolute()).as_posix()
-    except ValueError:
-        return path.as_posix()
+@dataclass
+class Run:
+    findings: list[Finding] = field(default_factory=list)
+    files: dict[str, SourceFile] = field(default_factory=dict)  # checked, by shown name
+    digests: dict[str, str] = field(default_factory=dict)  # shown name -> digest of the bytes linted
+    facts: dict[str, FileFacts] = field(default_factory=dict)  # shown name -> what the run knew of it
+    skipped: int = 0  # files left out with a notice (over max-file-size)
 
 
-def lint_paths(paths: list[str], config: Config, jobs: int = 0, use_cache: bool = True) -> tuple[list[Finding], int]:
-    """All findings for the files below `paths`, sorted by file, line and column, and the file count."""
-    codes = config.enabled_codes()
-    cache = Cache(config.root / ".perflint_cache", codes) if use_cache else None
-    findings: list[Finding] = []
-    read: list[tuple[str, bytes, str]] = []  # shown path, content, root-relative path
-    files = 0
-    for file in discover(paths, config):
-        files += 1
-        shown = display_path(file)
+def _lint_one(item: tuple[SourceFile, bytes, FileFacts]) -> list[Finding]:
+    return lint(*item)
+
+
+def lint_paths(paths: list[str], config: Config, jobs: int = 0, use_cache: bool = True,
+               notice: Callable[[str], None] = lambda message: None,
+               progress: Callable[[int, int], None] | None = None) -> Run:
+    """Findings for the files below `paths`, sorted by file, cell, line and column."""
+    run = Run()
+    read_files: list[tuple[SourceFile, bytes, str]] = []  # file, content, its code as text
+    for file in discover(paths, config, notice):
         try:
-            data = file.read_bytes()
+            data = read(file.path)
         except OSError as e:
-            findings.append(Finding(shown, 1, 1, 1, 1, SYNTAX_ERROR.code, SYNTAX_ERROR.name,
-                                    f"cannot read: {e.strerror or e}", SYNTAX_ERROR.severity))
+            run.files[file.shown] = file
+            if SYNTAX_ERROR.code in file.codes:
+                run.findings.append(SYNTAX_ERROR.finding(file.shown, 1, f"cannot read: {e.strerror or e}"))
             continue
-        read.append((shown, data, _relative_to_root(shown, config.root)))
+        text = code_text(file, data)
+        size = len(text.encode("utf-8", "surrogatepass")) if file.notebook else len(data)
+        if config.max_file_size and size > config.max_file_size:
+            notice(f"{file.shown}: skipped: {_size(size)} of code is over max-file-size ({_size(config.max_file_size)})")
+            run.skipped += 1
+            continue
+        run.files[file.shown] = file
+        run.digests[file.shown] = digest(data)
+        read_files.append((file, data, text))
     # Facts from the whole run (is it PyTorch code, does the project use a device): a cheap text scan.
-    project = Project({rel: Scan(rel, data.decode("utf-8", "replace")) for _, data, rel in read})
-    todo: list[tuple[str, bytes, str, FileFacts]] = []
-    for shown, data, rel in read:
-        facts = project.facts(rel)
-        key = digest(data) + facts.key()
-        cached = cache.get(key, shown) if cache else None
+    project = Project({file.name: Scan(file.name, text) for file, _, text in read_files})
+    cache = Cache(config.root / ".perflint_cache", config.enabled_codes()) if use_cache else None
+    todo: list[tuple[SourceFile, bytes, FileFacts]] = []
+    keys: list[str] = []
+    for file, data, _ in read_files:
+        facts = run.facts[file.shown] = project.facts(file.name)
+        key = Cache.key(run.digests[file.shown], file.codes, facts.key())
+        cached = cache.get(key, file.shown) if cache else None
         if cached is not None:
-            findings.extend(cached)
+            run.findings.extend(cached)
         else:
-            todo.append((shown, data, key, facts))
-    if jobs <= 0:
-        jobs = min(os.cpu_count() or 1, max(1, len(todo) // 8))
-    items = [(shown, data, facts) for shown, data, _, facts in todo]
-    if jobs > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(codes,)) as pool:
-            results = list(pool.map(_lint_one, items, chunksize=max(1, len(items) // (jobs * 8))))
-    else:
-        _init_worker(codes)
-        results = [_lint_one(item) for item in items]
-    for (shown, _, key, _), result in zip(todo, results):
-        if cache:
-            cache.put(key, result)
-        findings.extend(result)
+            todo.append((file, data, facts))
+            keys.append(key)
+    if todo:
+        if jobs <= 0:
+            jobs = min(os.cpu_count() or 1, max(1, len(todo) // 8))
+        finished = [0]
+
+        def done() -> None:
+            finished[0] += 1
+            progress(finished[0], len(todo))
+
+        def crashed(index: int, reason: str) -> list[Finding]:
+            file = todo[index][0]
+            return [SYNTAX_ERROR.finding(file.shown, 1, f"{_CRASHED} {reason}")] \
+                if SYNTAX_ERROR.code in file.codes else []
+
+        results = pool.run(_lint_one, todo, jobs, crashed, done if progress else None,
+                           timeout=config.file_timeout or None)
+        for key, result in zip(keys, results):
+            if cache and not any(f.message.startswith(_CRASHED) for f in result):
+                cache.put(key, result)  # a crash or a timeout may be the machine's (memory, load): not cached
+            run.findings.extend(result)
     if cache:
         cache.save()
-    kept = []
-    ignored: dict[str, set[str]] = {}
-    for f in findings:
-        if f.path not in ignored:
-            ignored[f.path] = config.ignored_for(_relative_to_root(f.path, config.root))
-        if f.code not in ignored[f.path]:
-            kept.append(f)
-    kept.sort(key=Finding.sort_key)
-    return kept, files
+    run.findings.sort(key=Finding.sort_key)
+    return run
 
 
-def per_file_ignores(config: Config):
-    """`path -> codes that per-file-ignores switch off there`, for shown paths as findings carry them."""
-    return lambda shown: config.ignored_for(_relative_to_root(shown, config.root))
-
-
-def _relative_to_root(shown: str, root: Path) -> str:
-    try:
-        return Path(shown).resolve().relative_to(root).as_posix()
-    except ValueError:
-        return shown
+def _size(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MiB" if n >= 1024 * 1024 else f"{n / 1024:.0f} KiB"

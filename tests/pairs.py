@@ -3,7 +3,7 @@
 Convention: `antipattern.py` defines `make_inputs()` (deterministic, seeded) and `run(*inputs)`;
 `optimized.py` defines `run(*inputs)` for the same inputs and returns the same result. Both run on the
 CPU in well under a second. `python -m tests.pairs` measures every pair with pytest_perf's recorder and
-writes `rules/effects.json`, which the rule pages quote and `test_rule_pairs.py` re-checks.
+writes `perflint/effects.json`, which the rule pages quote and `test_rule_pairs.py` re-checks.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES_DIR = ROOT / "rules"
-EFFECTS = RULES_DIR / "effects.json"
+EFFECTS = ROOT / "perflint" / "effects.json"  # packaged: `perflint --explain` quotes it
 COMMAND = "python -m tests.pairs"
 
 

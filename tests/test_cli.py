@@ -39,7 +39,7 @@ def test_findings_exit_1_sorted_text(project, capsys):
 def test_clean_tree_exit_0(project, capsys):
     write(project / "ok.py", "import torch\nx = torch.zeros(3)\nprint(x.sum().item())\n")
     code, out, _ = run(capsys, "--no-cache")
-    assert code == 0 and "All clear: 1 files checked." in out
+    assert code == 0 and "All clear: 1 file checked." in out
 
 
 def test_exit_zero_and_quiet(project, capsys):

@@ -27,7 +27,10 @@ import perflint.fix as fix_module
 import perflint.rule as rule_module
 from perflint.cli import main
 from perflint.engine import Linter
+from perflint.cache import digest
+from perflint.files import SourceFile
 from perflint.fix import apply_edits, fix_source, write_atomically
+from perflint.runner import Run
 from perflint.rule import Edit, Finding, Fix, Rule, all_rules
 from tests.expect import reported_fixtures
 
@@ -375,8 +378,9 @@ def test_per_file_ignored_codes_are_neither_fixed_nor_reported(project):
     (project / "a.py").write_text(src)
     linter = Linter([ToCuda, FlushPrint])
     findings = [f for f in linter.lint_source(src, "a.py") if f.code != "PFL990"]  # as the runner filters them
-    remaining, fixed = fix_module.apply_fixes(findings, ["PFL990", "PFL991"], unsafe=True, write=True, out=None,
-                                              ignored_for=lambda path: {"PFL990"})
+    file = SourceFile(project / "a.py", "a.py", "a.py", ("PFL001", "PFL991"))  # per-file-ignores took PFL990
+    run = Run(findings, {"a.py": file}, {"a.py": digest(src.encode())})
+    remaining, fixed = fix_module.apply_fixes(run, unsafe=True, write=True, out=None, notice=print)
     assert (remaining, fixed) == ([], 1)
     assert (project / "a.py").read_text() == "a = x.cuda()\nprint(1, flush=True)\n"
 

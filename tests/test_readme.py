@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from perflint.docs import expected_files
 from perflint.measures.events import markdown_table
+from tests.rule_pages import expected_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -15,7 +15,7 @@ def test_readme_event_table_is_generated_from_events():
 def test_rule_pages_and_index_are_up_to_date():
     stale = [str(p.relative_to(ROOT)) for p, text in expected_files(ROOT).items()
              if not p.exists() or p.read_text() != text]
-    assert stale == [], "run `python -m perflint.docs`"
+    assert stale == [], "run `python -m tests.rule_pages`"
 
 
 def test_ci_runs_the_readme_test_command():

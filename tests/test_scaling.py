@@ -9,9 +9,8 @@ from perflint.measures.budgets import BudgetError, parse_budget
 from perflint.scaling import collective_seconds, kind_of, predict
 from tests.scaling_fit import fit, trace_collectives, transfer_times
 
-TRACES = "/work/shared/traces"
-if not os.path.isdir(TRACES):
-    TRACES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "traces")
+TRACES = os.environ.get("PERFLINT_TRACES") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "traces")
 
 
 def test_ring_all_reduce_by_hand():

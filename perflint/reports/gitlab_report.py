@@ -5,15 +5,17 @@ from __future__ import annotations
 import hashlib
 import json
 
+from perflint.reports import message
+
 _SEVERITY = {"error": "major", "warning": "minor", "info": "info"}
 
 
 def render(findings, rules) -> str:
     issues = []
     for f in findings:
-        identity = f"{f.path}:{f.code}:{f.line}:{f.col}:{f.message}".encode()
+        identity = f"{f.path}:{f.code}:{f.line}:{f.col}:{message(f)}".encode()
         issues.append({
-            "description": f"{f.code} {f.message}",
+            "description": f"{f.code} {message(f)}",
             "check_name": f.code,
             "fingerprint": hashlib.sha256(identity).hexdigest(),
             "severity": _SEVERITY.get(f.severity, "minor"),

@@ -20,7 +20,7 @@ def _fix(f) -> dict | None:
 
 def as_dicts(findings) -> list[dict]:
     return [{
-        "cell": None,
+        "cell": getattr(f, "cell", None),
         "code": f.code,
         "name": f.name,
         "severity": f.severity,

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from perflint import __version__
+from perflint.reports import message
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -44,7 +45,7 @@ def render(findings, rules) -> str:
         result = {
             "ruleId": f.code,
             "level": _LEVEL.get(f.severity, "warning"),
-            "message": {"text": f.message},
+            "message": {"text": message(f)},
             "locations": [{"physicalLocation": {
                 "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"},
                 "region": {"startLine": f.line, "startColumn": f.col, "endLine": f.end_line,

@@ -1,13 +1,28 @@
-"""`path:line:col: CODE message`, the format editors and terminals understand; colour only on a TTY."""
+"""`path:line:col: CODE message` (in a notebook `path:cell N:line:col: ...`), the format editors and
+terminals understand; `[*]` marks a finding that `--fix` can fix, as in ruff; colour only on a TTY."""
 
 from __future__ import annotations
 
+import re
 
-def render(findings, rules, color: bool = False) -> str:
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def location(f) -> str:
+    """Where, on one line: a control character in a file name (a newline) is escaped, so that a name can
+    never pass for another finding."""
+    path = _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", f.path)
+    cell = getattr(f, "cell", None)
+    return f"{path}:cell {cell}:{f.line}:{f.col}" if cell is not None else f"{path}:{f.line}:{f.col}"
+
+
+def render(findings, rules, color: bool = False, unsafe: bool = False) -> str:
     lines = []
     for f in findings:
+        fix = getattr(f, "fix", None)
+        mark = " [*]" if fix is not None and (unsafe or fix.applicability == "safe") else ""
         if color:
-            lines.append(f"\033[1m{f.path}\033[0m:{f.line}:{f.col}: \033[1;31m{f.code}\033[0m {f.message}")
+            lines.append(f"\033[1m{location(f)}\033[0m: \033[1;31m{f.code}\033[0m{mark} {f.message}")
         else:
-            lines.append(f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}")
+            lines.append(f"{location(f)}: {f.code}{mark} {f.message}")
     return "\n".join(lines)

@@ -21,7 +21,7 @@ With `num_workers=0` the training process itself reads, decodes, augments and co
 while the GPU waits: loading and compute take turns instead of overlapping. Worker processes prepare the
 next batches in parallel (up to `prefetch_factor` per worker) while the main process runs the step, so
 the step only takes a finished batch off a queue. In the ResNet-50 training trace of
-/work/shared/traces/kineto_tb_plugin/resnet50_num_workers_0 (V100, `num_workers=0`),
+../shared/traces/kineto_tb_plugin/resnet50_num_workers_0 (V100, `num_workers=0`),
 `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` takes 63-73 ms of every 164-181 ms
 `ProfilerStep`: about 40% of each step, with the GPU waiting.
 """

@@ -26,7 +26,7 @@ buffer and is synchronous with respect to the host: `Memcpy HtoD (Pageable -> De
 the CPU blocked for the whole copy. With `pin_memory=True` the loader's pin thread places each batch in
 page-locked memory, the DMA engine reads it directly at full bus speed, and `.to(device,
 non_blocking=True)` returns at once so the copy overlaps with compute. In the ResNet-50 training trace
-of /work/shared/traces/kineto_tb_plugin/resnet50_num_workers_0 (V100, loader without pinning), each
+of ../shared/traces/kineto_tb_plugin/resnet50_num_workers_0 (V100, loader without pinning), each
 step's 19,267,584-byte input batch is a `Memcpy HtoD (Pageable -> Device)` at 9.9 GB/s, and the
 `cudaMemcpyAsync` that issues it holds the CPU for 1.9-2.0 ms, then a `cudaStreamSynchronize` follows.
 """

@@ -29,7 +29,7 @@ Since PyTorch 1.12, FP32 matrix multiplies on CUDA do not use TF32 tensor cores 
 (`torch.backends.cuda.matmul.allow_tf32` defaults to False), while cuDNN convolutions do
 (`torch.backends.cudnn.allow_tf32` defaults to True). On Ampere and newer GPUs an FP32 GEMM then runs on
 the plain FP32 units, several times slower than TF32 (NVIDIA A100: 19.5 vs 156 dense TFLOPS). In the
-A100 AlexNet trace in /work/shared/traces (hta/critical_path/alexnet), the convolutions run as
+A100 AlexNet trace in ../shared/traces (hta/critical_path/alexnet), the convolutions run as
 `sm80_xmma_fprop_implicit_gemm_indexed_tf32f32...` (TF32) while the three `nn.Linear` layers run
 `ampere_sgemm_32x32_sliced1x4_tn`: 6 SIMT FP32 GEMMs that take 2,621 us against 1,814 us for the
 6 TF32 conv kernels.

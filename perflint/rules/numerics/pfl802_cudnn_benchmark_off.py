@@ -26,7 +26,7 @@ With `benchmark = False` (the default) PyTorch picks one by cuDNN's heuristics; 
 every candidate once on the first call of each shape and caches the fastest, which the PyTorch
 performance tuning guide recommends for convolutional networks with fixed input sizes. The choice shows
 in a trace as different kernel families for the same layer: the V100 ResNet-50 trace in
-/work/shared/traces (kineto_tb_plugin) runs many of its convolutions as `implicit_convolve_sgemm`,
+../shared/traces (kineto_tb_plugin) runs many of its convolutions as `implicit_convolve_sgemm`,
 `winograd_nonfused` and `dgrad_engine`/`wgrad_alg0_engine` kernels.
 """
     example = """

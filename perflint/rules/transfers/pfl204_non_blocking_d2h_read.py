@@ -34,7 +34,7 @@ once with a host tensor whose memory the copy engine fills later. Reading it (`.
 whatever is in that memory at the moment: garbage, zeros or a half-copied buffer, with no error. This is
 a correctness bug, not a slowdown; the fix adds the one sync that a blocking copy would have done
 (a blocking read is `cudaMemcpyAsync` + `Memcpy DtoH (Device -> Pageable)` + `cudaStreamSynchronize`, as
-in /work/shared/traces/hta/critical_path/cuda_event_sync), or syncs once after queuing several copies.
+in ../shared/traces/hta/critical_path/cuda_event_sync), or syncs once after queuing several copies.
 """
     example = """
 logits_host = logits.to("cpu", non_blocking=True)
