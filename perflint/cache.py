@@ -1,7 +1,9 @@
 """Content-hash cache: a file whose bytes, rules and facts are unchanged is not parsed again.
 
 One JSON file per settings fingerprint (perflint version + enabled rules) in `.perflint_cache/`, mapping
-a key (the file's BLAKE2 digest, its rules and its facts) to its findings. Written atomically, so an
+a key (the file's BLAKE2 digest, its rules and its facts) to what linting it gave: its findings (those
+that hold only if another file calls it every step among them) and its calls out, so that a cached file
+still takes part in the run's cross-file per-step path (model/crossfile.py). Written atomically, so an
 interrupted run never leaves a broken cache. A cache that cannot be read, or whose content does not have
 the shape written here (another version, a hand edit, a truncated copy), is ignored and rebuilt: each
 entry is checked field by field when it is used, and one bad entry is one cache miss.
@@ -17,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from perflint import __version__
+from perflint.model.crossfile import CallOut, FileResult
 from perflint.rule import Edit, Finding, Fix
 
 
@@ -26,7 +29,7 @@ def digest(data: bytes) -> str:
 
 def _encode(f: Finding) -> list:
     return [f.line, f.col, f.end_line, f.end_col, f.code, f.name, f.message, f.severity,
-            asdict(f.fix) if f.fix else None, list(f.evidence), list(getattr(f, "requires", ())), f.cell]
+            asdict(f.fix) if f.fix else None, list(f.evidence), list(f.requires), f.cell]
 
 
 def _int(value) -> int:
@@ -62,6 +65,21 @@ def _decode(path: str, row) -> Finding:
                    None if cell is None else _int(cell))
 
 
+def _encode_call(c: CallOut) -> list:
+    return [c.level, c.module, c.name, list(c.member), list(c.requires), list(c.where)]
+
+
+def _decode_call(row) -> CallOut:
+    if not isinstance(row, list) or len(row) != 6:
+        raise ValueError(row)
+    level, module, name, member, requires, where = row
+    if not isinstance(member, list) or not isinstance(requires, list) or not isinstance(where, list) \
+            or len(where) != 4:
+        raise ValueError(row)
+    return CallOut(_int(level), _str(module), None if name is None else _str(name), tuple(map(_str, member)),
+                   tuple(map(_str, requires)), (_str(where[0]), _str(where[1]), _int(where[2]), _int(where[3])))
+
+
 class Cache:
     def __init__(self, directory: Path, codes: list[str]) -> None:
         self.directory = directory
@@ -78,17 +96,21 @@ class Cache:
         """The entry key of a file: its content digest, the rules that apply to it and its facts."""
         return digest(f"{content}|{','.join(codes)}|{facts}".encode())
 
-    def get(self, key: str, path: str) -> list[Finding] | None:
-        rows = self.entries.get(key)
-        if not isinstance(rows, list):
+    def get(self, key: str, path: str) -> FileResult | None:
+        entry = self.entries.get(key)
+        if not isinstance(entry, dict) or not isinstance(entry.get("findings"), list) \
+                or not isinstance(entry.get("calls"), list):
             return None
         try:
-            return [_decode(path, r) for r in rows]
+            findings = [_decode(path, r) for r in entry["findings"]]
+            calls = [_decode_call(r) for r in entry["calls"]]
         except (ValueError, KeyError, TypeError):
             return None
+        return FileResult([f for f in findings if not f.requires], [f for f in findings if f.requires], calls)
 
-    def put(self, key: str, findings: list[Finding]) -> None:
-        self.entries[key] = [_encode(f) for f in findings]
+    def put(self, key: str, result: FileResult) -> None:
+        self.entries[key] = {"findings": [_encode(f) for f in (*result.findings, *result.conditional)],
+                             "calls": [_encode_call(c) for c in result.calls]}
         self.dirty = True
 
     def save(self) -> None:

@@ -29,6 +29,7 @@ import libcst as cst
 from perflint.cache import digest
 from perflint.engine import Linter
 from perflint.files import read
+from perflint.model.crossfile import FileResult
 from perflint.model.project import FileFacts
 from perflint.notebook import Notebook
 from perflint.positions import physical_lines
@@ -93,14 +94,16 @@ def _parses(new: str, original: str, path: str) -> bool:
     return _compiles(new, path) or not _compiles(original, path)
 
 
-def fix_source(text: str, path: str, linter: Linter, unsafe: bool,
-               facts: FileFacts | None = None) -> tuple[str, int]:
+def fix_source(text: str, path: str, linter: Linter, unsafe: bool, facts: FileFacts | None = None,
+               judged: Callable[[FileResult], list[Finding]] | None = None) -> tuple[str, int]:
     """Fixed text and number of fixes applied. A pass whose result would not parse is dropped (with the
-    passes after it); a file that does not settle within MAX_PASSES comes back unchanged."""
+    passes after it); a file that does not settle within MAX_PASSES comes back unchanged. `judged` keeps
+    the findings of a run (those that hold because another file calls this one every step included)."""
     total = 0
     current = text
     for _ in range(MAX_PASSES):
-        findings = linter.lint_source(current, path, facts)
+        findings = judged(linter.lint_file(current, path, facts)) if judged is not None \
+            else linter.lint_source(current, path, facts)
         if any(f.code == "PFL001" for f in findings):
             return text, 0
         new, count = apply_edits(current, findings, unsafe)
@@ -223,7 +226,8 @@ def apply_fixes(run: "Run", unsafe: bool, write: bool, out: TextIO | None,
                 new_data = notebook.dumps(new) if count else data
             else:
                 text, encoding, bom = _decode(data)
-                new, count = fix_source(text, path, linter_for(file.codes), unsafe, facts)
+                new, count = fix_source(text, path, linter_for(file.codes), unsafe, facts,
+                                        lambda result: run.judged(file, result))
                 new_data = (("\ufeff" if bom else "") + new).encode(encoding)
             if count and write:
                 folder = Path(os.path.realpath(file.path)).parent
@@ -239,7 +243,7 @@ def apply_fixes(run: "Run", unsafe: bool, write: bool, out: TextIO | None,
             continue
         fixed += count
         if write:
-            remaining.extend(lint(file, new_data, facts))
+            remaining.extend(run.judged(file, lint(file, new_data, facts)))
         else:
             out.write(_diff(file, notebook if file.notebook else None, text, new, path))
             remaining.extend(file_findings)

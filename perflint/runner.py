@@ -10,6 +10,7 @@ from perflint import pool
 from perflint.cache import Cache, digest
 from perflint.config import Config
 from perflint.files import SourceFile, discover, read
+from perflint.model.crossfile import FileResult, Reach
 from perflint.model.project import FileFacts, Project, Scan
 from perflint.rule import SYNTAX_ERROR, Finding
 from perflint.source import code_text, lint
@@ -25,9 +26,14 @@ class Run:
     digests: dict[str, str] = field(default_factory=dict)  # shown name -> digest of the bytes linted
     facts: dict[str, FileFacts] = field(default_factory=dict)  # shown name -> what the run knew of it
     skipped: int = 0  # files left out with a notice (over max-file-size)
+    reach: Reach | None = None  # the functions other files call every step (for --fix's second look)
+
+    def judged(self, file: SourceFile, result: FileResult) -> list[Finding]:
+        """A file's findings, with those that hold because another file calls it every step."""
+        return self.reach.judged(file.name, result) if self.reach is not None else result.findings
 
 
-def _lint_one(item: tuple[SourceFile, bytes, FileFacts]) -> list[Finding]:
+def _lint_one(item: tuple[SourceFile, bytes, FileFacts]) -> FileResult:
     return lint(*item)
 
 
@@ -59,12 +65,13 @@ def lint_paths(paths: list[str], config: Config, jobs: int = 0, use_cache: bool 
     cache = Cache(config.root / ".perflint_cache", config.enabled_codes()) if use_cache else None
     todo: list[tuple[SourceFile, bytes, FileFacts]] = []
     keys: list[str] = []
+    results: dict[str, FileResult] = {}  # by project path
     for file, data, _ in read_files:
         facts = run.facts[file.shown] = project.facts(file.name)
         key = Cache.key(run.digests[file.shown], file.codes, facts.key())
         cached = cache.get(key, file.shown) if cache else None
         if cached is not None:
-            run.findings.extend(cached)
+            results[file.name] = cached
         else:
             todo.append((file, data, facts))
             keys.append(key)
@@ -77,19 +84,26 @@ def lint_paths(paths: list[str], config: Config, jobs: int = 0, use_cache: bool 
             finished[0] += 1
             progress(finished[0], len(todo))
 
-        def crashed(index: int, reason: str) -> list[Finding]:
+        def crashed(index: int, reason: str) -> FileResult:
             file = todo[index][0]
-            return [SYNTAX_ERROR.finding(file.shown, 1, f"{_CRASHED} {reason}")] \
-                if SYNTAX_ERROR.code in file.codes else []
+            return FileResult([SYNTAX_ERROR.finding(file.shown, 1, f"{_CRASHED} {reason}")]
+                              if SYNTAX_ERROR.code in file.codes else [])
 
-        results = pool.run(_lint_one, todo, jobs, crashed, done if progress else None,
-                           timeout=config.file_timeout or None)
-        for key, result in zip(keys, results):
-            if cache and not any(f.message.startswith(_CRASHED) for f in result):
+        linted = pool.run(_lint_one, todo, jobs, crashed, done if progress else None,
+                          timeout=config.file_timeout or None)
+        for (file, _, _), key, result in zip(todo, keys, linted):
+            if cache and not any(f.message.startswith(_CRASHED) for f in result.findings):
                 cache.put(key, result)  # a crash or a timeout may be the machine's (memory, load): not cached
-            run.findings.extend(result)
+            results[file.name] = result
     if cache:
         cache.save()
+    # Functions that run every step because another file calls them there (model/crossfile.py).
+    texts = {file.name: text for file, _, text in read_files}
+    names = {file.name: file for file, _, _ in read_files}
+    run.reach = Reach(project, {name: r.calls for name, r in results.items()}, texts.__getitem__,
+                      lambda name: names[name].shown)
+    for name, result in results.items():
+        run.findings.extend(run.judged(names[name], result))
     run.findings.sort(key=Finding.sort_key)
     return run
 

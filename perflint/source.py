@@ -4,6 +4,7 @@ cells), the linter for its rules, and its findings in its own terms (notebook ce
 from __future__ import annotations
 
 from perflint.engine import Linter
+from perflint.model.crossfile import FileResult
 from perflint.files import SourceFile
 from perflint.model.project import FileFacts
 from perflint.notebook import Notebook, NotebookError
@@ -32,8 +33,10 @@ def code_text(file: SourceFile, data: bytes) -> str:
     return data.decode("utf-8", "replace")  # good enough to scan; the parser honours the coding cookie
 
 
-def lint(file: SourceFile, data: bytes, facts: FileFacts | None) -> list[Finding]:
-    """The findings of one file's content, for the rules that apply to it."""
+def lint(file: SourceFile, data: bytes, facts: FileFacts | None) -> FileResult:
+    """What linting one file's content gives the run (its findings, for the rules that apply to it; those
+    that hold if another file calls it every step; its calls out). A notebook is imported by no one: its
+    findings are all it gives."""
     if file.notebook:
         try:
             notebook = Notebook(data)
@@ -42,6 +45,8 @@ def lint(file: SourceFile, data: bytes, facts: FileFacts | None) -> list[Finding
         else:
             findings = notebook.findings(linter_for(file.codes).lint_source(notebook.source, file.shown, facts),
                                          file.shown)
-    else:
-        findings = linter_for(file.codes).lint_source(data, file.shown, facts)
-    return [f for f in findings if f.code in file.codes]
+        return FileResult([f for f in findings if f.code in file.codes])
+    result = linter_for(file.codes).lint_file(data, file.shown, facts)
+    result.findings = [f for f in result.findings if f.code in file.codes]
+    result.conditional = [f for f in result.conditional if f.code in file.codes]
+    return result

@@ -119,6 +119,25 @@ def test_json_output_follows_ruff_schema(project, capsys):
     assert item["url"].endswith("rules/PFL101-item-in-loop/README.md")
 
 
+def test_every_format_says_why(project, capsys):
+    """The evidence: JSON and SARIF carry the whole chain; text, GitHub and GitLab one short clause of it
+    (what the value is, and why this runs every step)."""
+    write(project / "a.py", SYNC_LOOP)
+    _, out, _ = run(capsys, "--no-cache", "--output-format", "json")
+    evidence = json.loads(out)[0]["evidence"]
+    assert evidence[0] == "`loss` is on the device"
+    assert "runs every step: loop over `loader` (line 5)" in evidence
+    clause = "[`loss` is on the device; runs every step: loop over `loader` (line 5)]"
+    _, out, _ = run(capsys, "--no-cache")
+    assert out.splitlines()[0].endswith(clause)
+    _, out, _ = run(capsys, "--no-cache", "--output-format", "github")
+    assert out.strip().endswith(clause)
+    _, out, _ = run(capsys, "--no-cache", "--output-format", "sarif")
+    assert json.loads(out)["runs"][0]["results"][0]["properties"]["evidence"] == evidence
+    _, out, _ = run(capsys, "--no-cache", "--output-format", "gitlab")
+    assert json.loads(out)[0]["description"].endswith(clause)
+
+
 def test_github_annotations(project, capsys):
     write(project / "a,b.py", SYNC_LOOP)
     _, out, _ = run(capsys, "--no-cache", "--output-format", "github")

@@ -5,12 +5,14 @@ PyTorch, does the program use a device, who calls this function every step) take
 
 from __future__ import annotations
 
+import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from perflint.engine import Linter
-from perflint.model.crossfile import resolve
+from perflint.model.crossfile import Reach
 from perflint.model.project import Project, Scan
 from perflint.rule import all_rules
 
@@ -18,11 +20,12 @@ DEFAULT = Linter(r for r in all_rules().values() if r.default)
 
 
 def run(files: dict[str, str], linter: Linter = DEFAULT) -> list:
-    """Findings of a run over these files (path -> source), cross-file conditions resolved."""
+    """Findings of a run over these files (path -> source), as the runner judges them (in one process)."""
     texts = {path: textwrap.dedent(src) for path, src in files.items()}
     project = Project({path: Scan(path, text) for path, text in texts.items()})
     results = {path: linter.lint_file(text, path, project.facts(path)) for path, text in texts.items()}
-    found = [f for r in results.values() for f in r.findings] + resolve(project, results, texts.__getitem__)
+    reach = Reach(project, {path: r.calls for path, r in results.items()}, texts.__getitem__)
+    found = [f for path, r in results.items() for f in reach.judged(path, r)]
     return sorted(found, key=lambda f: (f.path, f.line, f.code))
 
 
@@ -391,3 +394,40 @@ def test_a_method_of_an_object_of_a_re_exported_class_called_every_step_is_repor
              if f.path == "data/mixup.py"]
     assert [(f.line, f.code) for f in found] == [(8, "PFL301"), (10, "PFL301")]
     assert found[0].evidence[-1] == "`Mixup.__call__` runs every step: called from train.py (line 7)"
+
+
+def test_the_cross_file_path_holds_through_the_cli_and_its_cache(tmp_path, monkeypatch, capsys):
+    """`perflint .` finds the helper's chain from its caller in another file, and says the same from the
+    cache, when only the caller changes, and not once the caller stops calling it every step."""
+    from perflint.cli import main
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "ops.py").write_text(textwrap.dedent("""
+        import torch
+        def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
+            v = x.pow(2).mean(-1, keepdim=True)
+            return x * torch.rsqrt(v + eps) * weight
+    """))
+    model = textwrap.dedent("""
+        import torch
+        from pkg.ops import rms_norm
+        class Norm(torch.nn.Module):
+            def forward(self, x):
+                return rms_norm(x, self.weight)
+    """)
+    (tmp_path / "model.py").write_text(model)
+    monkeypatch.chdir(tmp_path)
+
+    def lint():
+        main(["--select", "PFL301", "--output-format", "json", "."])
+        return [(Path(f["filename"]).relative_to(tmp_path).as_posix(), f["location"]["row"], f["evidence"][-1])
+                for f in json.loads(capsys.readouterr().out)]
+
+    expected = [("pkg/ops.py", 5, "`rms_norm` runs every step: called from model.py (line 6)")]
+    assert lint() == expected  # cold
+    assert lint() == expected  # every file from the cache
+    (tmp_path / "model.py").write_text("# the norm\n" + model)
+    assert lint() == [("pkg/ops.py", 5, "`rms_norm` runs every step: called from model.py (line 7)")]
+    (tmp_path / "model.py").write_text(model.replace("return rms_norm(x, self.weight)", "return x"))
+    assert lint() == []

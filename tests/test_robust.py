@@ -182,19 +182,25 @@ def test_an_unreadable_folder_is_skipped_with_a_notice(project, capsys, monkeypa
     'ROWS:[[7, 18, 7, 29, "PFL101", "item-in-loop", "m", "warning", {"applicability": 1}, [], [], null]]',
     'ROWS:[[7, 18, 7, 29, "PFL101", "item-in-loop", "m", "warning", null, [], [], "cell 1"]]',
     "ROWS:{}",
+    'ENTRY:[]', 'ENTRY:{"findings": []}',  # an entry of the old shape (a list), one without its calls out
+    'CALLS:[[0, "m", null, [], [], ["f", "g", 1]]]',  # a call out whose place is short
+    'CALLS:[[0, "m", 5, [], [], ["f", "g", 1, 0]]]',  # a mistyped imported name
 ])
 def test_a_cache_of_the_wrong_shape_is_ignored_and_rebuilt(project, capsys, content):
     (project / "a.py").write_text(SYNC_LOOP)
     first = run(capsys)
     (cache_file,) = (project / ".perflint_cache").glob("findings-*.json")
-    if content.startswith("ROWS:"):
+    kind, _, value = content.partition(":")
+    if kind in ("ROWS", "ENTRY", "CALLS"):
         entries = json.loads(cache_file.read_text())
-        content = json.dumps({key: json.loads(content[5:]) for key in entries})
+        value = json.loads(value)
+        content = json.dumps({key: {"findings": value, "calls": []} if kind == "ROWS" else value
+                              if kind == "ENTRY" else {**entry, "calls": value} for key, entry in entries.items()})
     cache_file.write_text(content)
     assert run(capsys) == first
     assert run(capsys) == first  # and it was rebuilt right
-    (rows,) = [v for v in json.loads(cache_file.read_text()).values() if isinstance(v, list) and v]
-    assert rows[0][:2] == [7, 18]
+    (entry,) = [v for v in json.loads(cache_file.read_text()).values() if isinstance(v, dict) and v["findings"]]
+    assert entry["findings"][0][:2] == [7, 18]
 
 
 # ---- --fix and what the user owns --------------------------------------------------------------------------

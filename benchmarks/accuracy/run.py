@@ -102,7 +102,7 @@ def lint(root: Path, select: list[str] | None) -> list:
     os.chdir(root)
     try:
         config = Config(root=root, select=select)
-        findings, _ = lint_paths(["."], config, jobs=0, use_cache=False)
+        findings = lint_paths(["."], config, jobs=0, use_cache=False).findings
     finally:
         os.chdir(here)
     return findings

@@ -162,36 +162,50 @@ def _rebound(model: FileModel, name: str) -> bool:
     return any(b.how != "import" for b in bindings)
 
 
-def resolve(project, results: dict[str, FileResult], text_of) -> list[Finding]:
-    """The conditional findings of the run that hold: their function is called every step from another
-    file (directly, or through a chain of such calls). Each gains the call as evidence. Paths are the
-    project's (`project.scans`); `text_of(path)` gives a file's text, to find the line of a cited call."""
-    edges = []  # (caller path, requires, callee path, callee qualname, where)
-    for path, result in results.items():
-        for c in result.calls:
-            target = project.function_file(path, c.level, c.module, c.name, c.member)
-            if target is not None and target[0] != path:
-                edges.append((path, c.requires, target[0], target[1], c.where))
-    hot: dict[tuple[str, str], tuple[str, tuple]] = {}  # (path, qualname) -> (caller path, where)
-    changed = True
-    while changed:
-        changed = False
-        for caller, requires, callee, qualname, line in edges:
-            if (callee, qualname) in hot:
-                continue
-            if not requires or any((caller, r) in hot for r in requires):
-                hot[(callee, qualname)] = (caller, line)
-                changed = True
-    kept = []
-    for path, result in results.items():
+class Reach:
+    """Which functions of the run run every step because another file calls them there: the calls out
+    of every file followed through the run's imports to a fixed point. `judged` then gives a file's
+    findings with those of its conditional ones that hold, each with the call that reaches it as evidence.
+    Paths are the project's (`project.scans`); `text_of(path)` gives a file's text, for the line of a
+    cited call, and `shown(path)` the name reports use for it."""
+
+    def __init__(self, project, calls: dict[str, list[CallOut]], text_of, shown=lambda path: path) -> None:
+        self.text_of, self.shown = text_of, shown
+        edges = []  # (caller path, requires, callee path, callee qualname, where)
+        for path, out in calls.items():
+            for c in out:
+                target = project.function_file(path, c.level, c.module, c.name, c.member)
+                if target is not None and target[0] != path:
+                    edges.append((path, c.requires, target[0], target[1], c.where))
+        self.hot: dict[tuple[str, str], tuple[str, tuple]] = {}  # (path, qualname) -> (caller, where)
+        changed = True
+        while changed:
+            changed = False
+            for caller, requires, callee, qualname, where in edges:
+                if (callee, qualname) not in self.hot \
+                        and (not requires or any((caller, r) in self.hot for r in requires)):
+                    self.hot[(callee, qualname)] = (caller, where)
+                    changed = True
+        self._why: dict[tuple[str, str], str] = {}
+
+    def judged(self, path: str, result: FileResult) -> list[Finding]:
+        """The file's findings, and those of its conditional findings whose function is reached."""
+        out = list(result.findings)
         for f in result.conditional:
-            reached = next(((r, hot[(path, r)]) for r in f.requires if (path, r) in hot), None)
+            reached = next((r for r in f.requires if (path, r) in self.hot), None)
             if reached is not None:
-                r, (caller, where) = reached
-                line = line_of(text_of(caller), where)
-                why = f"`{r}` runs every step: called from {caller}" + (f" (line {line})" if line else "")
-                kept.append(replace(f, requires=(), evidence=(*f.evidence, why)))
-    return kept
+                out.append(replace(f, requires=(), evidence=(*f.evidence, self._evidence(path, reached))))
+        return out
+
+    def _evidence(self, path: str, qualname: str) -> str:
+        key = (path, qualname)
+        why = self._why.get(key)
+        if why is None:
+            caller, where = self.hot[key]
+            line = line_of(self.text_of(caller), where)
+            why = self._why[key] = f"`{qualname}` runs every step: called from {self.shown(caller)}" \
+                + (f" (line {line})" if line else "")
+        return why
 
 
 def _ast_dotted(node: ast.AST) -> str | None:

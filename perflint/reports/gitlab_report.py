@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from perflint.reports import message
+from perflint.reports import explained, message
 
 _SEVERITY = {"error": "major", "warning": "minor", "info": "info"}
 
@@ -15,7 +15,7 @@ def render(findings, rules) -> str:
     for f in findings:
         identity = f"{f.path}:{f.code}:{f.line}:{f.col}:{message(f)}".encode()
         issues.append({
-            "description": f"{f.code} {message(f)}",
+            "description": f"{f.code} {explained(f)}",
             "check_name": f.code,
             "fingerprint": hashlib.sha256(identity).hexdigest(),
             "severity": _SEVERITY.get(f.severity, "minor"),

@@ -1,5 +1,6 @@
 """ruff's JSON schema (code, message, filename, location, end_location, fix, url, noqa_row), plus
-`name` and `severity`, so tools that read ruff's output can read ours."""
+`name`, `severity` and `evidence` (why the rule thinks so, most telling first), so tools that read ruff's
+output can read ours."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def as_dicts(findings) -> list[dict]:
         "location": {"row": f.line, "column": f.col},
         "end_location": {"row": f.end_line, "column": f.end_col},
         "fix": _fix(f),
+        "evidence": list(getattr(f, "evidence", ())),
         "url": f.url,
         "noqa_row": f.line,
     } for f in findings]

@@ -54,6 +54,8 @@ def render(findings, rules) -> str:
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]
+        if getattr(f, "evidence", ()):
+            result["properties"] = {"evidence": list(f.evidence)}
         results.append(result)
     sarif = {"$schema": SCHEMA, "version": "2.1.0",
              "runs": [{"tool": {"driver": driver}, "results": results,

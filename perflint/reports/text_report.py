@@ -1,9 +1,11 @@
-"""`path:line:col: CODE message` (in a notebook `path:cell N:line:col: ...`), the format editors and
-terminals understand; `[*]` marks a finding that `--fix` can fix, as in ruff; colour only on a TTY."""
+"""`path:line:col: CODE message [why]` (in a notebook `path:cell N:line:col: ...`), the format editors
+and terminals understand, with the finding's evidence in one short clause; `[*]` marks a finding that `--fix` can fix, as in ruff; colour only on a TTY."""
 
 from __future__ import annotations
 
 import re
+
+from perflint.reports import why
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -21,8 +23,10 @@ def render(findings, rules, color: bool = False, unsafe: bool = False) -> str:
     for f in findings:
         fix = getattr(f, "fix", None)
         mark = " [*]" if fix is not None and (unsafe or fix.applicability == "safe") else ""
+        clause = why(f)
         if color:
-            lines.append(f"\033[1m{location(f)}\033[0m: \033[1;31m{f.code}\033[0m{mark} {f.message}")
+            lines.append(f"\033[1m{location(f)}\033[0m: \033[1;31m{f.code}\033[0m{mark} {f.message}"
+                         + (f" \033[2m[{clause}]\033[0m" if clause else ""))
         else:
-            lines.append(f"{location(f)}: {f.code}{mark} {f.message}")
+            lines.append(f"{location(f)}: {f.code}{mark} {f.message}" + (f" [{clause}]" if clause else ""))
     return "\n".join(lines)

@@ -38,9 +38,9 @@ after another, in one expression or across statements whose intermediate values 
 next (`std = (0.5 * logvar).exp()` then `z = mu + eps * std`). An op counts only when an operand is a
 tensor with elements: arithmetic on Python numbers or on 0-dim results of reductions (`loss =
 a.mean() + 0.1 * b.mean()`) is not a chain. Only on the per-step path (a loop over steps, a module's
-`forward`, what they call in this file); quiet in functions compiled with `torch.compile` or TorchScript,
-in programs that compile their model by default (a compile call that always runs, or under a flag that
-defaults to on), and in test files. Chains that continue in another function (a helper called with an
+`forward`, the functions they call, here or in another file of the run); quiet in functions compiled with
+`torch.compile` or TorchScript, in programs that compile their model by default (a compile call that
+always runs, or under a flag that defaults to on), and in test files. Chains that continue in another function (a helper called with an
 intermediate) are seen in pieces. Severity info: most chains are correct but small (a few launches on
 small tensors).
 """
