@@ -29,7 +29,7 @@ DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__py
                    "node_modules", "site-packages", ".eggs", "*.egg-info", ".perflint_cache", ".mypy_cache",
                    ".pytest_cache", ".ruff_cache", "__pypackages__", ".ipynb_checkpoints")
 _KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "max-file-size",
-         "file-timeout"}
+         "file-timeout", "lint-tests"}
 # Files bigger than this are skipped with a notice: libcst needs about 4.5 s and 400 MiB per MiB of
 # hand-written code and up to 11 s and 1.4 GiB per MiB of generated tables (README, "Limits").
 DEFAULT_MAX_FILE_SIZE = 1024 * 1024
@@ -51,6 +51,7 @@ class Config:
     extend_exclude: list[str] = field(default_factory=list)
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes of code; 0: no limit
     file_timeout: float = DEFAULT_FILE_TIMEOUT  # seconds per file; 0: no limit
+    lint_tests: bool = False  # judge test files (tests/, test_*.py, ...) like training code (Rule.in_tests)
     source: Path | None = None  # the file the settings came from
 
     def enabled_codes(self) -> list[str]:
@@ -186,6 +187,10 @@ def load(path: Path | None = None, start: Path | None = None) -> Config:
         if type(value) not in (int, float) or value < 0:
             raise ConfigError(f"file-timeout must be a number of seconds (0: no limit), not {value!r}")
         config.file_timeout = float(value)
+    if "lint-tests" in table:
+        if type(table["lint-tests"]) is not bool:
+            raise ConfigError(f"lint-tests must be true or false, not {table['lint-tests']!r}")
+        config.lint_tests = table["lint-tests"]
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         raise ConfigError(f"{path}: per-file-ignores must be a table of glob = [codes]")

@@ -38,7 +38,12 @@ class Linter:
     def __init__(self, rules: Iterable[type[Rule]]) -> None:
         self.rules = [rule() for rule in rules]
         self.codes = {rule.code for rule in self.rules}
-        self._tables = {True: _hooks(self.rules), False: _hooks([r for r in self.rules if not r.torch_only])}
+        self._tables = {(torch, test): _hooks(self._applying(torch, test)) for torch in (True, False)
+                        for test in (True, False)}
+
+    def _applying(self, torch: bool, test: bool) -> list[Rule]:
+        """The rules for a file: torch rules only on PyTorch code, most rules not on tests (`Rule.in_tests`)."""
+        return [r for r in self.rules if (torch or not r.torch_only) and (r.in_tests or not test)]
 
     def lint_source(self, source: bytes | str, path: str, facts: FileFacts | None = None) -> list[Finding]:
         """Findings for one file's content; never raises for bad input. `facts` come from the whole run
@@ -54,7 +59,7 @@ class Linter:
         text = _decoded(source)
         if facts is None:
             facts = FileFacts.alone(text, path)
-        rules = self.rules if facts.torch else [r for r in self.rules if not r.torch_only]
+        rules = self._applying(facts.torch, facts.test_file)
         if not rules or _FILE_NOQA.search(text):
             return FileResult()
         deep = too_deep(text)  # libcst's parser would crash or crawl on it (limits.py)
@@ -71,7 +76,7 @@ class Linter:
                 pass
         model = FileModel(path, module, facts, text)
         broken: dict[Rule, str] = {}
-        visits, leaves, calls_by_name = self._tables[facts.torch]
+        visits, leaves, calls_by_name = self._tables[(facts.torch, facts.test_file)]
         walker = Walker(model, visits, leaves, broken, calls_by_name)
         try:
             walker.walk(module)

@@ -94,6 +94,10 @@ class Rule:
     default: ClassVar[bool] = True  # on unless selected explicitly when False
     gpu_only: ClassVar[bool] = False  # the cost exists only when the code runs on an accelerator
     torch_only: ClassVar[bool] = True  # looks only at PyTorch code (model/project.py says which files are)
+    # Reports in test files too (test_*.py, *_test.py, tests/, conftest.py, numerical_tests.py). Most rules
+    # judge training code, which a test is not: a sync in an assert or a loop of three checks costs nothing
+    # that matters. `lint-tests = true` in the settings lints tests like any other code.
+    in_tests: ClassVar[bool] = False
     # `visit_Call` only for calls whose callee's last name (through import aliases) is one of these; None:
     # every call. Most rules look for a few names, and a call hook on every call is most of a walk's cost.
     call_names: ClassVar[frozenset[str] | None] = None

@@ -67,7 +67,7 @@ def lint_paths(paths: list[str], config: Config, jobs: int = 0, use_cache: bool 
     keys: list[str] = []
     results: dict[str, FileResult] = {}  # by project path
     for file, data, _ in read_files:
-        facts = run.facts[file.shown] = project.facts(file.name)
+        facts = run.facts[file.shown] = project.facts(file.name, tests_as_code=config.lint_tests)
         key = Cache.key(run.digests[file.shown], file.codes, facts.key())
         cached = cache.get(key, file.shown) if cache else None
         if cached is not None:

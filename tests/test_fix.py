@@ -386,11 +386,11 @@ def test_per_file_ignored_codes_are_neither_fixed_nor_reported(project):
 
 
 def test_cli_fix_respects_per_file_ignores(project, capsys):
-    (project / "pyproject.toml").write_text('[tool.perflint]\nper-file-ignores = {"tests/*" = ["PFL990"]}\n')
-    (project / "tests").mkdir()
-    (project / "tests" / "t.py").write_text("a = x.cuda()\nprint(1)\n")
+    (project / "pyproject.toml").write_text('[tool.perflint]\nper-file-ignores = {"gen/*" = ["PFL990"]}\n')
+    (project / "gen").mkdir()
+    (project / "gen" / "t.py").write_text("a = x.cuda()\nprint(1)\n")
     fix(capsys, "--unsafe-fixes")
-    assert (project / "tests" / "t.py").read_text() == "a = x.cuda()\nprint(1, flush=True)\n"
+    assert (project / "gen" / "t.py").read_text() == "a = x.cuda()\nprint(1, flush=True)\n"
 
 
 # ---- the real rules that offer fixes ----------------------------------------------------------------------

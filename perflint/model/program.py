@@ -9,6 +9,8 @@ after it, `finish(model)` hooks ask whole-file questions: what a value is and wh
 
 from __future__ import annotations
 
+import re
+
 from typing import Callable, Iterable
 
 import libcst as cst
@@ -173,6 +175,49 @@ def _gate(test: cst.BaseExpression, counters: set[str] = frozenset()) -> bool:
     return False
 
 
+# A flag that says this step is one of the few that log, evaluate or save: `if should_log:`,
+# `if not self.metrics.should_log(step):`, `if do_eval:`, `if log_this_step:`.
+_PERIODIC = re.compile(r"^(?:should|do|is|need|time)_?(?:to_?)?(?:log|print|eval|evaluate|validate|val|save|"
+                       r"checkpoint|ckpt|report|sample|visuali[sz]e|plot|display|profile)"
+                       r"|^(?:log|eval|save|print|ckpt|checkpoint)_(?:step|iter|now|this_step|due|time)$")
+
+
+def _periodic(test: cst.BaseExpression) -> bool:
+    """`if step % k == 0:` anywhere, or a flag named for the occasional step (`_PERIODIC`), negated or not."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    if isinstance(test, cst.Call):
+        test = test.func
+    name = dotted(test)
+    if name is not None:
+        return bool(_PERIODIC.match(name.rsplit(".", 1)[-1].lower()))
+    return any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
+               for n in _walk_expr(test))
+
+
+def _walk_expr(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation, cst.BinaryOperation)):
+            stack.extend(c for c in n.children if isinstance(c, cst.BaseExpression))
+        elif isinstance(n, cst.ComparisonTarget):
+            stack.append(n.comparator)
+
+
+def _guard(statement: cst.CSTNode) -> bool:
+    """`if not should_log: return`: a guard clause after which the rest of the block runs only on the
+    occasional step."""
+    if not isinstance(statement, cst.If) or statement.orelse is not None or not _periodic(statement.test):
+        return False
+    negated = isinstance(statement.test, cst.UnaryOperation) and isinstance(statement.test.operator, cst.Not)
+    body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
+    if not negated or not body or not all(isinstance(line, cst.SimpleStatementLine) for line in body):
+        return False
+    return all(isinstance(s, (cst.Return, cst.Continue)) for line in body for s in line.body)
+
+
 def _caches(node: cst.If) -> bool:
     """`if self.mask is None or self.mask.size(0) != n: self.mask = make(n)`: a value computed once and kept
     (again only when it must change), not on every call."""
@@ -321,9 +366,6 @@ class FileModel:
         while frame is not None and frame.function is function and frame.kind not in ("function", "lambda"):
             yield frame
             frame = frame.parent
-
-    def is_test_file(self) -> bool:
-        return self.facts.test_file
 
     # ---- values (model/values.py) -------------------------------------------------------------------
     def value(self, node: cst.CSTNode):
@@ -706,11 +748,20 @@ class Walker:
         self.walk(node.test)
         loop = model.frame.loop
         counters = target_names(loop.node.target) if loop is not None and isinstance(loop.node, cst.For) else set()
-        gated = loop is not None and _gate(node.test, counters)
+        gated = loop is not None and _gate(node.test, counters) or _periodic(node.test) \
+            and not (isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not))
         kind = "gate" if gated else "once" if _caches(node) else "branch"
         self._in(Frame(kind, node, model.frame), [node.body])
         if node.orelse is not None:
             self._in(Frame("branch", node.orelse, model.frame), [node.orelse])
+
+    def _block(self, node: cst.IndentedBlock) -> None:
+        body = node.body
+        for i, statement in enumerate(body):
+            self.walk(statement)
+            if _guard(statement) and i + 1 < len(body):  # `if not should_log: return`, then the logging
+                self._in(Frame("gate", statement, self.model.frame), body[i + 1:])
+                return
 
     def _try(self, node) -> None:
         model = self.model
@@ -844,6 +895,7 @@ _SPECIAL: dict[type, Callable[[Walker, cst.CSTNode], None]] = {
     cst.For: Walker._for,
     cst.While: Walker._while,
     cst.If: Walker._if,
+    cst.IndentedBlock: Walker._block,
     cst.Try: Walker._try,
     cst.TryStar: Walker._try,
     cst.With: Walker._with,

@@ -61,8 +61,14 @@ class FileFacts:
 
 
 def is_test_path(path: str) -> bool:
+    """test_*.py, *_test.py, conftest.py, a file below tests/ or test/, or one whose name is made of words
+    one of which is test, tests or testing (numerical_tests_qwen.py, parity_testing.py)."""
     parts = PurePosixPath(path.replace("\\", "/")).parts
-    return bool(parts) and (bool(_TEST_NAME.match(parts[-1])) or any(p in ("tests", "test") for p in parts[:-1]))
+    if not parts:
+        return False
+    words = set(re.split(r"[_.\-]+", parts[-1].lower()))
+    return bool(_TEST_NAME.match(parts[-1])) or any(p in ("tests", "test") for p in parts[:-1]) \
+        or bool(words & {"test", "tests", "testing"})
 
 
 class Scan:
@@ -173,11 +179,17 @@ class Project:
     def __init__(self, scans: dict[str, Scan]) -> None:
         self.scans = scans  # key: path relative to the project root, with forward slashes
         self._by_name: dict[str, list[str]] = {}
+        packages = {PurePosixPath(path).parent.as_posix() for path in scans
+                    if PurePosixPath(path).name == "__init__.py"}
         for path in scans:
             parts = list(PurePosixPath(path).with_suffix("").parts)
             if parts and parts[-1] == "__init__":
                 parts = parts[:-1]
             for i in range(len(parts)):
+                # `mingpt.model` for distributed/minGPT-ddp/mingpt/model.py (a folder scripts run from is on
+                # sys.path), but not `torch` for d2l/torch.py: inside the d2l package that name is torch's.
+                if i and "/".join(parts[:i]) in packages:
+                    continue
                 self._by_name.setdefault(".".join(parts[i:]), []).append(path)
         self._torch: dict[str, bool] = {}
         self._programs = self._connect()
@@ -195,7 +207,7 @@ class Project:
             for _ in range(level - 1):
                 base = base.parent
             module = ".".join(p for p in (base.as_posix().replace("/", "."), module) if p and p != ".")
-        found = self._by_name.get(module) if module else None
+        found = [f for f in self._by_name.get(module, ()) if f != path] if module else None
         if not found:
             return None
         return max(found, key=lambda f: len(_common(f, path)))  # the nearest: the longest shared folder prefix
@@ -264,12 +276,14 @@ class Project:
                               device_work, custom_to)
         return {path: programs[find(path)] for path in self.scans}
 
-    def facts(self, path: str) -> FileFacts:
+    def facts(self, path: str, tests_as_code: bool = False) -> FileFacts:
+        """The facts one file is linted with (`tests_as_code`: a test file is judged as any other)."""
         scan = self.scans[path]
         compiles, by_default, device_work, custom_to = self._programs[path]
         local = frozenset(f"{level}:{module}" for level, module, names in scan.imports
                           if self.resolve(path, level, module, names))
-        return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path), device_work=device_work,
+        return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path) and not tests_as_code,
+                         device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=scan.default_device,
                          custom_to=custom_to, local_imports=local)
 

@@ -38,6 +38,9 @@ class Step:
     # Not hot as far as this file shows, but hot if one of these functions is called every step from
     # another file of the run (they have no caller here; the runner decides, see model/crossfile.py).
     unless: tuple = ()
+    # Once per iteration of an outer loop (an epoch, an RL iteration of rollout and update): not every step,
+    # but a loop of device ops there runs as many times as the steps do.
+    outer: bool = False
 
     def both(self, other: "Step") -> "Step":
         """Where two things must both run every step (a tensor made here and moved there)."""
@@ -104,8 +107,12 @@ class Steps:
                 if loop.kind == STEP:
                     if gate is not None:
                         return Step(False, (("gated by `{}`", gate.node.test),))
+                    if loop.device_ops_only:
+                        return self._device_loop(f, loop)
                     return Step(True, loop.why)
-                if loop.kind in (OUTER, COLD):
+                if loop.kind == OUTER:
+                    return Step(False, loop.why, outer=True)
+                if loop.kind == COLD:
                     return Step(False, loop.why)
             elif kind in ("function", "lambda"):
                 if gate is not None:
@@ -114,6 +121,15 @@ class Steps:
             elif kind in ("class", "module"):
                 return NOT_PER_STEP
         return NOT_PER_STEP
+
+    def _device_loop(self, frame: Frame, loop: LoopKind) -> Step:
+        """A Python loop of device ops (a GAE over time steps, an NMS) costs once per iteration wherever it
+        runs often: inside the per-step path or an outer loop of steps. Run once (setup, a one-off
+        prediction helper), it is not a step."""
+        context = self.in_frame(frame.parent) if frame.parent is not None else NOT_PER_STEP
+        if context.hot or context.outer:
+            return Step(True, (*loop.why, *context.why[:1]))
+        return Step(False, loop.why, context.unless)
 
     def function(self, info: FunctionInfo) -> Step:
         found = self.function_steps.get(info)
@@ -125,27 +141,39 @@ class Steps:
         return result
 
     def _function(self, info: FunctionInfo) -> Step:
-        if info.name.startswith("test_") or self.model.facts.test_file and info.cls is None:
+        if info.name.startswith("test_"):
             return NOT_PER_STEP
         if info.cls is not None and info.name in _STEP_HOOKS and self.values.is_module_class(info.cls):
             return Step(True, ((f"runs every step: `{info.cls.name}.{info.name}`", info.node.name),))
+        if info.cls is not None and info.name == "step" and any(
+                b.rsplit(".", 1)[-1] == "Optimizer" for b in info.cls.bases):
+            return Step(True, ((f"runs every step: `{info.cls.name}.step`, an optimizer's", info.node.name),))
         if info.is_lambda:
             return self.in_frame(info.frame.parent)
         callers, passed = self.values.callers().get(info, ()), self.values.passed().get(info, ())
         roots: list[FunctionInfo] = []
+        in_outer = None
         for call in callers:
             outer = self.at(call)
             if outer.hot:
                 return Step(True, ((f"`{info.qualname}` is called every step by `{{}}`", call), *outer.why[:2]))
             roots += outer.unless
+            if outer.outer and in_outer is None:
+                in_outer = Step(False, ((f"`{info.qualname}` is called by `{{}}`", call), *outer.why[:1]), outer=True)
         for ref in passed:
             outer = self.at(ref)
             if outer.hot:
                 return Step(True, ((f"`{info.qualname}` is passed on at `{{}}`, in code that runs every step", ref),
                                    *outer.why[:2]))
             roots += outer.unless
-        if not callers and not passed and _callable_from_elsewhere(info):
-            return Step(False, unless=(info,))
+        if not callers and not passed:
+            step = next((c for c in info.calls if self.model.sites[c][0].loop is None and self._trains(c)), None)
+            if step is not None:  # `def train_step(batch): ... loss.backward(); opt.step()`: it is the step
+                return Step(True, ((f"runs every step: `{info.qualname}` takes a training step (`{{}}`)", step),))
+            if _callable_from_elsewhere(info):
+                return Step(False, unless=(info,))
+        if in_outer is not None:
+            return Step(False, in_outer.why, tuple(dict.fromkeys(roots)), outer=True)
         return Step(False, unless=tuple(dict.fromkeys(roots))) if roots else NOT_PER_STEP
 
     # ---- loops --------------------------------------------------------------------------------------------
@@ -371,6 +399,9 @@ class Steps:
             v = self.values.value(call.func)
             if v.kind == MODULE:
                 return True
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in api.FORWARD_METHODS \
+                    and self.values.value(call.func.value).kind == MODULE:
+                return True  # `model.decode(ys, memory)`: a step of generation
         return False
 
     def function_does_step_work(self, info: FunctionInfo, depth: int) -> bool:

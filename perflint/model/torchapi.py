@@ -68,6 +68,10 @@ TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
 MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16",
                                  "requires_grad_", "share_memory", "to_empty", "apply", "xpu", "mps",
                                  "to_memory_format"})
+# Methods that run a model the way calling it does (a forward pass, or one step of generation or acting).
+FORWARD_METHODS = frozenset({"forward", "generate", "sample", "predict", "get_action", "get_value",
+                             "get_action_and_value", "encode", "decode", "loss", "compute_loss",
+                             "training_step", "validation_step"})
 MODULE_TENSOR_ATTRS = frozenset({"weight", "bias", "running_mean", "running_var", "in_proj_weight",
                                  "in_proj_bias", "pos_embed", "cls_token"})
 

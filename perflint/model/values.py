@@ -320,6 +320,8 @@ class Values:
             right = self.value(node.value)
             if before is None:
                 before = self.guess(name, node.target) if name else UNKNOWN
+            if before.kind == TENSOR and before.device is not None:
+                return before  # `t += x` works in place: t stays where it is (and what it is)
             return _arith(node, [before, right], keep_origin=True)
         if how == "buffer":  # `self.register_buffer(name, t)`: it moves with the module
             return _follows_module(self.value(b.value))
@@ -675,6 +677,11 @@ class Values:
             callee = self.callee(call)  # self.helper(x), Cls.method(x)
             if callee is not None:
                 return self.returned(callee, call)
+            if method in ("prepare", "prepare_data_loader", "prepare_model") \
+                    and "accelerat" in (dotted(func.value) or "").lower():
+                # Hugging Face Accelerate: a prepared loader yields batches already on the device
+                prepared = [_on_accelerator(self.value(a.value), call) for a in call.args if not a.keyword]
+                return prepared[0] if len(prepared) == 1 else Value(OTHER, items=tuple(prepared))
             receiver = self.value(func.value)
             if receiver.kind == TENSOR or receiver.kind is None and receiver.device == ON_DEVICE \
                     and method in ("item", "tolist", "cpu", "numpy", "to", "cuda"):
@@ -793,8 +800,7 @@ class Values:
                       "named_modules", "named_children", "add_module", "register_parameter", "extra_repr",
                       "get_submodule", "__init__"):
             return OTHER_VALUE
-        if method == "forward" or method in ("generate", "encode", "decode", "sample", "predict", "loss",
-                                             "compute_loss", "get_value", "get_action_and_value", "get_action"):
+        if method in api.FORWARD_METHODS:
             return self.module_output(call, module)
         info = self.callee(call)
         if info is not None:
@@ -811,8 +817,10 @@ class Values:
             return OTHER_VALUE
         if method == "numpy":
             return Value(NDARRAY)
+        if method == "type":  # `x.type(torch.int32)` is a tensor; `x.type()` its type's name
+            return replace(tensor, items=None, element=None) if call.args else OTHER_VALUE
         if method in api.SCALAR_METHODS:
-            return NUMBER_VALUE if method != "type" or call.args else OTHER_VALUE
+            return NUMBER_VALUE
         if method == "cpu":
             return Value(TENSOR, ON_HOST, (("moved to the host by `{}`", call),), origin=call)
         if method in ("cuda", "xpu", "mps"):
@@ -1074,6 +1082,13 @@ def _exclusive(first: Frame, second: Frame) -> bool:
     return False
 
 
+def _on_accelerator(v: Value, call: cst.Call) -> Value:
+    """What `accelerator.prepare(x)` gives: a model or a loader placed on the device, anything else as is."""
+    if v.kind in (LOADER, MODULE):
+        return replace(v, device=ON_DEVICE, why=(("placed on the device by `{}`", call), *v.why))
+    return v
+
+
 def _follows_module(v: Value) -> Value:
     """A submodule, parameter or buffer built on the host: `.to(device)` of its owner takes it along, so
     where it lives is where the owner lives (unknown here)."""
@@ -1101,6 +1116,8 @@ def element_of(v: Value) -> Value:
     if v.element is not None:
         return v.element
     if v.kind == LOADER:
+        if v.device == ON_DEVICE:  # prepared by Accelerate: its batches arrive on the device
+            return Value(TENSOR, ON_DEVICE, _why(("a batch from `{}`", v.loader), v.why), origin=None)
         return Value(TENSOR, ON_HOST, _why(("a batch from `{}`", v.loader), ()), loader=v.loader,
                      origin=None)
     if v.kind in (TENSOR, NDARRAY):

@@ -103,7 +103,7 @@ class FileFactsRule(Rule):
 
     def finish(self, model: FileModel) -> None:
         facts = WholeFile.of(model)
-        self.test_file, self.cuda, self.half = model.facts.test_file, facts.cuda, facts.half
+        self.cuda, self.half = facts.cuda, facts.half
         self.backward, self.assigned, self.called = facts.backward, facts.assigned, facts.called
         if self.replays(model):
             outer = model.frame

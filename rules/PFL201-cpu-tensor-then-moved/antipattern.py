@@ -9,9 +9,9 @@ def make_inputs():
     return xs, torch.device("cpu")
 
 
-def run(xs, device):
+def run(loader, device):
     total = torch.zeros((), device=device)
-    for x in xs:
+    for x in loader:  # the batches of a step loop
         mask = torch.ones(x.shape[0], 1).to(device)  # expect: PFL201
         total = total + (x * mask).sum()
     return total

@@ -3,9 +3,9 @@
 import torch
 
 
-def run(xs, device):
+def run(loader, device):
     total = torch.zeros((), device=device)
-    for x in xs:
+    for x in loader:  # the batches of a step loop
         mask = torch.ones(x.shape[0], 1, device=device)
         total = total + (x * mask).sum()
     return total

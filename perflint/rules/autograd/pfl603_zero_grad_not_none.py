@@ -4,7 +4,7 @@ import libcst as cst
 
 from perflint.model.names import dotted, keyword
 from perflint.model.program import FileModel
-from perflint.rules.common import trains
+from perflint.model.steps import Steps
 
 from perflint.rule import Rule
 
@@ -53,18 +53,20 @@ The fix is unsafe: with `None` gradients, code that reads `p.grad` before the ne
 and optimizers skip parameters whose gradient is `None`, whereas a zero gradient still moves them through
 momentum and weight decay; parameters that get no gradient in some steps can therefore train
 differently. Manual zeroing is reported only for `p.grad.zero_()`, `p.grad.data.zero_()`,
-`p.grad.fill_(0)` and `p.grad = torch.zeros_like(...)` in a loop that runs every step (nested in another
-loop, or in a function that trains); a loop in `__init__` that creates the gradient buffers once is quiet,
-and so is `set_to_none=<variable>`.
+`p.grad.fill_(0)` and `p.grad = torch.zeros_like(...)` in a loop on the per-step path (a helper that
+materializes optimizer state once, or a loop in `__init__` that creates the gradient buffers, is quiet),
+and `set_to_none=<variable>` is quiet too.
 """
 
-    @staticmethod
-    def _per_step(model: FileModel) -> bool:
-        """In a loop that runs every step: nested in another loop, or in a function or file part that trains
-        (a loop over the parameters in `__init__` that creates the gradients once is quiet)."""
-        if not model.in_loop:
-            return False
-        return len(model.loops) > 1 or trains(model, model.function or model.module)
+    def visit_Module(self, node: cst.Module, model: FileModel) -> None:
+        self._manual: list[cst.CSTNode] = []  # manual zeroing, judged once the per-step path is known
+
+    def finish(self, model: FileModel) -> None:
+        steps = Steps.of(model)
+        for node in self._manual:
+            step = steps.at(node)
+            if step.hot or step.unless:
+                self.report(model, node, evidence=step.why[:2], step=step)
 
     def visit_Call(self, node: cst.Call, model: FileModel) -> None:
         func = node.func
@@ -83,16 +85,16 @@ and so is `set_to_none=<variable>`.
         elif model.in_loop and _grad_of(func.value) and (
                 method == "zero_" or method == "fill_" and node.args and
                 isinstance(node.args[0].value, (cst.Integer, cst.Float)) and
-                node.args[0].value.evaluated_value == 0) and self._per_step(model):
-            self.report(model, node)
+                node.args[0].value.evaluated_value == 0):
+            self._manual.append(node)
 
     def visit_Assign(self, node: cst.Assign, model: FileModel) -> None:
         if _accumulates_into_grad(model):
             return
         if model.in_loop and isinstance(node.value, cst.Call) and \
                 model.call_name(node.value) in ("torch.zeros_like", "torch.zeros") and \
-                any(_grad_of(t.target) for t in node.targets) and self._per_step(model):
-            self.report(model, node)
+                any(_grad_of(t.target) for t in node.targets):
+            self._manual.append(node)
 
 
 def _accumulates_into_grad(model: FileModel) -> bool:

@@ -13,6 +13,17 @@ _IN_TRAINING = {"torch.autograd.profiler.emit_nvtx", "torch.autograd.gradcheck",
                 "torch.cuda.nvtx.range_push"}
 
 
+def _behind_a_flag(model: FileModel) -> bool:
+    """Inside `if <setting>:` (a name or an attribute, negated or not): the user asks for it."""
+    for frame in model.frame.chain():
+        node = frame.node
+        if isinstance(node, cst.If):
+            test = node.test.expression if isinstance(node.test, cst.UnaryOperation) else node.test
+            if isinstance(test, (cst.Name, cst.Attribute)):
+                return True
+    return False
+
+
 class DebugApiEnabled(Rule):
     code = "PFL605"
     call_names = frozenset(q.rsplit(".", 1)[1] for q in _ANOMALY | _ANOMALY_CTX | _IN_TRAINING)
@@ -42,7 +53,8 @@ for x, y in loader:
 """
     known_problems = """
 `set_detect_anomaly(...)` and `detect_anomaly()` are reported wherever they are switched on with a
-literal (they are global switches); a variable argument (`set_detect_anomaly(args.debug)`) is quiet.
+literal (they are global switches); a variable argument (`set_detect_anomaly(args.debug)`) or a switch
+behind a setting (`if cfg.detect_anomaly: ...`) is quiet: the user asks for it.
 `emit_nvtx()`, `gradcheck` and `gradgradcheck` are reported only in a function or loop that also trains
 (`.backward()` or an optimizer step): in tests and profiling scripts they are the point.
 """
@@ -51,6 +63,8 @@ literal (they are global switches); a variable argument (`set_detect_anomaly(arg
         qual = model.call_name(node)
         if qual is None:
             return
+        if qual in _ANOMALY | _ANOMALY_CTX and _behind_a_flag(model):
+            return  # `if config.debug.detect_anomaly: set_detect_anomaly(True)`: switched on only on request
         if qual in _ANOMALY:
             arg = positional(node, 0) or keyword(node, "mode")
             if arg is None or not (isinstance(arg.value, cst.Name) and arg.value.value == "True"):

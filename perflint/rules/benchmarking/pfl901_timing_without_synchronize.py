@@ -9,6 +9,7 @@ from perflint.rules.benchmarking.timed_regions import TIMEIT, TimedRegion, Timed
 
 class TimingWithoutSynchronize(TimedRegionRule):
     code = "PFL901"
+    in_tests = True
     default = False
     name = "timing-without-synchronize"
     summary = "a clock is read after CUDA work without `torch.cuda.synchronize()`: the time measures the launches, not the work"

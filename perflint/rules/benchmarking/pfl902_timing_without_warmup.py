@@ -7,6 +7,7 @@ from perflint.rules.benchmarking.timed_regions import TimedRegion, TimedRegionRu
 
 class TimingWithoutWarmup(TimedRegionRule):
     code = "PFL902"
+    in_tests = True
     default = False
     name = "timing-without-warmup"
     summary = "a timed region runs torch work that the function never ran before: the first call's one-time costs are timed"

@@ -15,8 +15,6 @@ _CONTAINERS = {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDic
 # Calls that take a model and run it every step somewhere this file cannot see (another file's loop).
 _RUNNERS = ("train", "fit", "evaluate", "validate", "eval_", "test_", "loop", "trainer", "sample", "infer",
             "predict", "generate", "run_epoch", "one_epoch")
-_FORWARD_METHODS = {"forward", "generate", "sample", "predict", "get_action", "get_value", "get_action_and_value",
-                    "encode", "decode", "loss", "compute_loss", "training_step", "validation_step"}
 
 
 class ModuleNotCompiled(Rule):
@@ -64,7 +62,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
 
     def finish(self, model: FileModel) -> None:
         facts = model.facts
-        if facts.compiles or facts.test_file:
+        if facts.compiles:
             return
         values, steps = Values.of(model), Steps.of(model)
         compiled = set()  # models this file compiles: `torch.compile(Net())`, `model.compile()`
@@ -103,7 +101,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
     def _on_device(model: FileModel, values: Values, call: cst.Call) -> bool:
         """Whether the model a call runs (or is handed to) lives on the device, or may in a program that uses one."""
         func = call.func
-        target = func.value if isinstance(func, cst.Attribute) and method_name(call) in _FORWARD_METHODS else func
+        target = func.value if isinstance(func, cst.Attribute) and method_name(call) in api.FORWARD_METHODS else func
         v = values.value(target)
         if v.kind != MODULE:  # handed to another file: the argument that is the model
             v = next((values.value(a.value) for a in call.args if values.value(a.value).kind == MODULE), v)
@@ -115,7 +113,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
         func = call.func
         if model.qualname(func) is not None:
             return None
-        if isinstance(func, cst.Attribute) and method_name(call) in _FORWARD_METHODS:
+        if isinstance(func, cst.Attribute) and method_name(call) in api.FORWARD_METHODS:
             v = values.value(func.value)
         else:
             v = values.value(func)

@@ -37,7 +37,8 @@ class Chain:
     statements: list = field(default_factory=list)
     names: list = field(default_factory=list)  # ops' names, for the message
     hint: str = ""
-    large: bool = False  # an operand is activation-sized (not a reduction, a parameter, an index grid)
+    large: int = 0  # how many of its ops read an activation-sized tensor (not a reduction's result, a
+    # parameter, a per-sample coefficient, an index grid): the full passes over memory it costs
 
 
 def chains(model: FileModel) -> list[Chain]:
@@ -55,7 +56,8 @@ class _Finder:
         self.seen: set[cst.CSTNode] = set()
         self.pending: dict[cst.CSTNode, Chain] = {}  # assigned value -> its chain, until its one read
         self.loads: dict[str, list] | None = None
-        self.large: dict[cst.CSTNode, bool] = {}
+        self.sized: dict[cst.CSTNode, bool] = {}  # memo of _large
+        self.short: dict[cst.CSTNode, Chain] = {}  # chains too short to report, by the expression they end in
         self.shape_only: set | None = None
 
     def run(self) -> list[Chain]:
@@ -89,6 +91,8 @@ class _Finder:
                     continue
             if chain.ops >= MIN_OPS:
                 done.append(chain)
+            else:
+                self.short[node] = chain  # may yet feed a reduction that a later chain reads
         done.extend(c for c in self.pending.values() if c.ops >= MIN_OPS)
         done.sort(key=lambda c: model.sites[c.first][1])
         return done
@@ -107,23 +111,50 @@ class _Finder:
             return True
         chain.ops += 1
         chain.names.append(name)
-        chain.large = chain.large or any(self._large(o) for o in operands)
+        chain.large += any(self._large(o) for o in operands)
         for operand in operands:
-            if not self._count(operand, chain, frame) and isinstance(operand, cst.Name):
+            if self._count(operand, chain, frame):
+                continue
+            # `x * torch.rsqrt(x.pow(2).mean(-1) + eps)`: the pow's whole output is written, then read again by
+            # the mean; fused, the mean reads x itself. The ops under a reduction belong to the chain.
+            inner = self._reduced(operand if not isinstance(operand, cst.Name) else self.values.source(operand))
+            before = chain.large
+            if inner is not None and (self._merge(self.pending.pop(inner, None) or self.short.pop(inner, None), chain)
+                                      or inner not in self.seen and self._count(inner, chain, frame)):
+                chain.large += chain.large > before
+                continue
+            if isinstance(operand, cst.Name):
                 self._absorb(operand, chain)
         return True
+
+    def _reduced(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """For a reduction (`a.mean(-1)`, `torch.sum(a)`), what it reduces."""
+        if not isinstance(node, cst.Call):
+            return None
+        method = method_name(node)
+        qual = self.model.qualname(node.func) or ""
+        if method in _REDUCTIONS and not qual:
+            inner = node.func.value
+        elif qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in _REDUCTIONS and node.args:
+            inner = node.args[0].value
+        else:
+            return None
+        return self.values.source(inner) or inner if isinstance(inner, cst.Name) else inner
 
     def _absorb(self, name: cst.Name, chain: Chain) -> None:
         """A name whose value an earlier chain computed, read only here: that chain continues into this."""
         source = self.values.source(name)
-        earlier = self.pending.pop(source, None) if source is not None else None
+        self._merge(self.pending.pop(source, None) if source is not None else None, chain)
+
+    def _merge(self, earlier: Chain | None, chain: Chain) -> bool:
         if earlier is not None:
             chain.ops += earlier.ops
             chain.names = earlier.names + chain.names
-            chain.large = chain.large or earlier.large
+            chain.large += earlier.large
             if self.model.sites[earlier.first][1] < self.model.sites[chain.first][1]:
                 chain.first = earlier.first
             chain.statements = earlier.statements + chain.statements
+        return earlier is not None
 
     def _op(self, node: cst.CSTNode):
         """(name, operands) when node is an elementwise op on something that may be a tensor."""
@@ -190,10 +221,10 @@ class _Finder:
         """Whether a tensor has as many elements as the data a step works on: not the 0-dim or pooled output
         of a reduction, not a module's parameter or buffer (`self.weight`, a per-channel vector), not an index
         or coordinate grid (`torch.arange`, `linspace`, `meshgrid`). Unknown tensors count as large."""
-        found = self.large.get(node)
+        found = self.sized.get(node)
         if found is None:
-            self.large[node] = False  # a cycle through names says nothing
-            found = self.large[node] = self._large_uncached(node, depth)
+            self.sized[node] = False  # a cycle through names says nothing
+            found = self.sized[node] = self._large_uncached(node, depth)
         return found
 
     def _large_uncached(self, node: cst.CSTNode, depth: int) -> bool:

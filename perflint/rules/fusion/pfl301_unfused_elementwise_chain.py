@@ -1,7 +1,7 @@
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
 from perflint.rule import Rule
-from perflint.rules.fusion.chains import chains, hint
+from perflint.rules.fusion.chains import MIN_OPS, chains, hint
 
 
 class UnfusedElementwiseChain(Rule):
@@ -9,8 +9,8 @@ class UnfusedElementwiseChain(Rule):
     name = "unfused-elementwise-chain"
     summary = "a chain of 3 or more elementwise ops on tensors runs every step uncompiled: one kernel and " \
               "one full memory round trip per op"
-    message = "{n} elementwise ops ({ops}) run every step as {n} kernels, each reading and writing the whole " \
-              "tensor; use {hint}"
+    message = "{n} elementwise ops ({ops}) run every step as {n} kernels, {passes} reading and writing the " \
+              "whole tensor; use {hint}"
     severity = "info"
     proof_metric = "kernels"
     why = """
@@ -47,7 +47,7 @@ small tensors).
 
     def finish(self, model: FileModel) -> None:
         facts = model.facts
-        if facts.test_file or facts.compiled_by_default:
+        if facts.compiled_by_default:
             return
         steps = Steps.of(model)
         for chain in chains(model):
@@ -57,12 +57,14 @@ small tensors).
             step = steps.at(chain.first)
             if not step.hot and not step.unless:
                 continue
-            if not chain.large and not _in_a_python_loop(steps, frame):
-                continue  # a few launches on small tensors (pooled, per-channel, an index grid) per step
+            if chain.large < MIN_OPS and not _in_a_python_loop(steps, frame):
+                continue  # mostly launches on small tensors (a reduction's result, a per-sample coefficient)
             if _native_fallback(frame):
                 continue
             ops = ", ".join(dict.fromkeys(chain.names))
-            self.report(model, chain.first, self.message.format(n=chain.ops, ops=ops, hint=hint(model, chain)),
+            passes = "each" if chain.large >= chain.ops else f"{chain.large} of them"
+            self.report(model, chain.first, self.message.format(n=chain.ops, ops=ops, passes=passes,
+                                                                hint=hint(model, chain)),
                         evidence=step.why[:2], end_node=chain.root if chain.root is not chain.first else None,
                         step=step)
 

@@ -71,6 +71,6 @@ is checked only for computing the same result (`proof_metric` is empty).
             self.matmul = True
 
     def check(self, model: FileModel) -> None:
-        if not self.test_file and self.cuda and self.matmul and self.backward is not None and not self.half \
+        if self.cuda and self.matmul and self.backward is not None and not self.half \
                 and not self.assigned & _TF32_SETTINGS and "torch.set_float32_matmul_precision" not in self.called:
             self.report(model, self.backward)

@@ -58,6 +58,6 @@ is checked only for computing the same result (`proof_metric` is empty).
             self.conv = node
 
     def check(self, model: FileModel) -> None:
-        if not self.test_file and self.cuda and self.conv is not None and self.backward is not None \
+        if self.cuda and self.conv is not None and self.backward is not None \
                 and not self.assigned & _SETTINGS and "torch.use_deterministic_algorithms" not in self.called:
             self.report(model, self.conv)

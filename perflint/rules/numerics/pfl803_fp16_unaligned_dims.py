@@ -64,6 +64,6 @@ is checked only for computing the same result (`proof_metric` is empty).
                     return
 
     def check(self, model: FileModel) -> None:
-        if not self.test_file and self.cuda and self.half:
+        if self.cuda and self.half:
             for node, size in self.layers:
                 self.report(model, node, self.message.format(size=size, padded=-(-size // 64) * 64))

@@ -132,9 +132,6 @@ def _collect(model: FileModel) -> list[SyncSite]:
 
 
 def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
-    facts = model.facts
-    if facts.test_file:
-        return sites
     values = Values.of(model)
     steps = Steps.of(model)
     waits: list[SyncSite] = []  # every real sync on the per-step path, for the first-in-step check

@@ -55,8 +55,6 @@ accept the keyword, nor on calls spread over several lines. Quiet in compiled co
 """
 
     def finish(self, model: FileModel) -> None:
-        if model.facts.test_file:
-            return
         values, steps = Values.of(model), Steps.of(model)
         for move in moves_to_device(model):
             if move.non_blocking:

@@ -98,7 +98,18 @@ def _syncs(stmt, pending: set[str]) -> bool:
         if method_name(call) == "cpu" and not any(
                 a.keyword is not None and a.keyword.value == "non_blocking" for a in call.args):
             return True
+        if method_name(call) == "to" and _blocking_to_host(call):
+            return True  # `.to("cpu", non_blocking=False)` waits for the stream, the earlier copy with it
     return False
+
+
+def _blocking_to_host(call: cst.Call) -> bool:
+    nb = next((a for a in call.args if a.keyword is not None and a.keyword.value == "non_blocking"), None)
+    if nb is not None and not (isinstance(nb.value, cst.Name) and nb.value.value == "False"):
+        return False
+    target = call.args[0].value if call.args and call.args[0].keyword is None else None
+    text = cst.Module([]).code_for_node(target) if target is not None else ""
+    return "'cpu'" in text or '"cpu"' in text
 
 
 def _reads(stmt, pending: set[str]):
