@@ -224,6 +224,67 @@ def test_a_helper_no_one_calls_every_step_stays_quiet():
     assert codes({"pkg/ops.py": helper, "check.py": script}) == []
 
 
+def test_a_sampling_loop_in_a_module_runs_its_step_every_iteration():
+    # A diffusion model's sampling method: each iteration is one denoising step of the whole batch.
+    src = """
+        import torch
+        class Diffusion(torch.nn.Module):
+            def p_sample(self, x, t):
+                out = self.net(x, t)
+                return self.a[t] * x - self.b[t] * out + self.c[t] * torch.randn_like(x)
+            @torch.no_grad()
+            def sample(self, shape):
+                x = torch.randn(shape, device=self.device)
+                for t in reversed(range(self.num_timesteps)):
+                    x = self.p_sample(x, t)
+                return x
+    """
+    assert (6, "PFL301") in codes({"diffusion.py": src})
+
+
+def test_a_branch_the_default_settings_never_take_stays_quiet():
+    # The objective is fixed when the model is built; only one branch runs, and with the defaults it is not
+    # the one that predicts the start from the noise.
+    src = """
+        import torch
+        class Diffusion(torch.nn.Module):
+            def __init__(self, net, objective="pred_v"):
+                super().__init__()
+                self.net = net
+                self.objective = objective
+            def forward(self, x, t, noise):
+                out = self.net(x, t)
+                if self.objective == "pred_noise":
+                    x0 = self.recip[t] * x - self.recipm1[t] * out + self.shift * noise
+                else:
+                    x0 = self.a[t] * x - self.b[t] * out + self.shift * noise
+                return x0
+    """
+    findings = [f for f in run({"diffusion.py": src}) if f.code == "PFL301"]
+    assert [f.line for f in findings] == [13]  # the else branch: the one the defaults take
+
+
+def test_a_setting_the_file_passes_to_the_constructor_is_not_its_default():
+    src = """
+        import torch
+        class PositionEmbedding(torch.nn.Module):
+            def __init__(self, dim, normalize=False):
+                super().__init__()
+                self.normalize = normalize
+            def forward(self, y, x):
+                if self.normalize:
+                    y = (y - 0.5) / (y[:, -1:] + 1e-6) * self.scale
+                    x = (x - 0.5) / (x[:, -1:] + 1e-6) * self.scale
+                return torch.cat([y, x], 1)
+        def build(dim):
+            return PositionEmbedding(dim, normalize=True)
+        sizes = []
+        if sizes:  # a list filled later is not empty with the defaults
+            pass
+    """
+    assert [f.line for f in run({"position.py": src}) if f.code == "PFL301"] == [9, 10]
+
+
 def test_a_model_handed_to_a_training_function_is_uncompiled_where_it_is_built():
     src = """
         import torch

@@ -63,7 +63,7 @@ class Frame:
     """A region of code with one context: a scope, a loop body, a branch, a gated block, a `no_grad` block.
     Frames form a tree; every node of the file records the frame it is in."""
 
-    __slots__ = ("kind", "node", "parent", "scope", "function", "loop", "no_grad", "compiled", "depth")
+    __slots__ = ("kind", "node", "parent", "scope", "function", "loop", "no_grad", "compiled", "depth", "condition")
 
     def __init__(self, kind: str, node: cst.CSTNode, parent: "Frame | None", scope: Scope | None = None,
                  function=None, no_grad: bool | None = None, compiled: bool | None = None) -> None:
@@ -80,6 +80,7 @@ class Frame:
         base_compiled = parent.compiled if parent is not None else False
         self.compiled = base_compiled if compiled is None else (compiled or base_compiled)
         self.depth = parent.depth + 1 if parent is not None else 0
+        self.condition: tuple | None = None  # for an `if` body or its `else`: (test, whether it holds there)
 
     def chain(self) -> Iterable["Frame"]:
         """This frame and its parents, innermost first."""
@@ -751,9 +752,13 @@ class Walker:
         gated = loop is not None and _gate(node.test, counters) or _periodic(node.test) \
             and not (isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not))
         kind = "gate" if gated else "once" if _caches(node) else "branch"
-        self._in(Frame(kind, node, model.frame), [node.body])
+        body = Frame(kind, node, model.frame)
+        body.condition = (node.test, True)
+        self._in(body, [node.body])
         if node.orelse is not None:
-            self._in(Frame("branch", node.orelse, model.frame), [node.orelse])
+            orelse = Frame("branch", node.orelse, model.frame)
+            orelse.condition = (node.test, False)
+            self._in(orelse, [node.orelse])
 
     def _block(self, node: cst.IndentedBlock) -> None:
         body = node.body

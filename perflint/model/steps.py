@@ -92,6 +92,8 @@ class Steps:
             kind = f.kind
             if kind == "error":
                 return Step(False, (("only when raising an error", f.node),))
+            if f.condition is not None and self.values.default_truth(f.condition[0]) is (not f.condition[1]):
+                return Step(False, (("not with the defaults: `{}`", f.condition[0]),))
             if kind == "once":
                 return Step(False, (("computed once and kept: `{}`", f.node.test),))
             if kind == "gate" and gate is None and not (_every_k(f) and self.gate_does_step_work(f)):
@@ -219,8 +221,11 @@ class Steps:
         work = self.step_work(calls)
         if work is not None:
             # In a module's own methods (an RNN over time steps), a loop of submodule calls is part of one
-            # forward, not a loop of steps: it does not make the loops that call it outer loops.
-            within = self.values.in_module_class(node) and not any(
+            # forward, not a loop of steps: it does not make the loops that call it outer loops. A sampling
+            # or generation method's loop (`p_sample_loop`, `generate`) is a loop of steps all the same.
+            function = frame.function
+            generates = function is not None and any(w in function.name for w in ("sample", "generate", "decode"))
+            within = self.values.in_module_class(node) and not generates and not any(
                 method_name(c) in ("backward", "step") for c in calls)
             return LoopKind(STEP, ((f"runs every step: each iteration runs `{{}}`", work),
                                    ("loop at `{}`", _header(node))), device_ops_only=within)

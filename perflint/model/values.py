@@ -57,6 +57,7 @@ class Value:
 
 
 UNKNOWN = Value()
+_NO_DEFAULT = object()  # `default_of`: the code does not say
 # Parameters of `forward` that hold tensors, besides the first (`def forward(self, x, mask=None, size=None)`).
 _TENSOR_INPUTS = {"x", "input", "inputs", "input_ids", "hidden", "hidden_states", "h", "q", "k", "v", "query", "key",
                   "value", "mask", "attn_mask", "attention_mask", "feat", "feats", "features", "src", "tgt", "memory",
@@ -610,6 +611,92 @@ class Values:
             return None
         v = self.value(found)
         return replace(v, device=container.device) if v.kind in (MODULE, TENSOR) else v
+
+    # ---- the default configuration ------------------------------------------------------------------------
+    def default_truth(self, test: cst.BaseExpression) -> bool | None:
+        """Whether a condition holds when the code runs with its defaults (`self.objective == "pred_v"` where
+        `__init__(..., objective="pred_v")` sets it); None where the code does not say."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.default_truth(test.expression)
+            return None if inner is None else not inner
+        if isinstance(test, cst.BooleanOperation):
+            left, right = self.default_truth(test.left), self.default_truth(test.right)
+            if isinstance(test.operator, cst.And):
+                return False if False in (left, right) else (True if left and right else None)
+            return True if True in (left, right) else (False if left is False and right is False else None)
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            op = test.comparisons[0].operator
+            left, right = self.default_of(test.left), self.default_of(test.comparisons[0].comparator)
+            if left is _NO_DEFAULT or right is _NO_DEFAULT:
+                return None
+            try:
+                if isinstance(op, (cst.Equal, cst.NotEqual)):
+                    return (left == right) == isinstance(op, cst.Equal)
+                if isinstance(op, (cst.In, cst.NotIn)):
+                    return (left in right) == isinstance(op, cst.In)
+                if isinstance(op, (cst.Is, cst.IsNot)):
+                    return (left is right) == isinstance(op, cst.Is)
+            except TypeError:
+                return None
+            return None
+        value = self.default_of(test)
+        return None if value is _NO_DEFAULT else bool(value)
+
+    def default_of(self, node: cst.BaseExpression, depth: int = 0):
+        """The value an expression has with the code's defaults: a literal, a constructor parameter's default,
+        a name or a `self.` attribute assigned once from one of these; `_NO_DEFAULT` where not known."""
+        if depth > 4:
+            return _NO_DEFAULT
+        if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
+            try:
+                return node.evaluated_value
+            except Exception:
+                return _NO_DEFAULT
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+            items = [self.default_of(e.value, depth + 1) for e in node.elements if isinstance(e, cst.Element)]
+            return _NO_DEFAULT if _NO_DEFAULT in items else tuple(items)
+        if isinstance(node, cst.Name):
+            if node.value in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[node.value]
+            if node not in self.model.sites:
+                return _NO_DEFAULT
+            bindings = self.reaching(node.value, *self._site(node))
+        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
+                and node in self.model.sites:
+            function = self._site(node)[0].function
+            while function is not None and function.cls is None and function.frame is not None \
+                    and function.frame.parent is not None:
+                function = function.frame.parent.function
+            bindings = function.cls.attrs.get(node.attr.value) if function is not None and function.cls else None
+        else:
+            return _NO_DEFAULT
+        if not bindings or len(bindings) != 1:
+            return _NO_DEFAULT
+        b = bindings[0]
+        if b.how == "param":  # a constructor's setting; other functions' callers pass what they need
+            param: cst.Param = b.target
+            if b.value.name != "__init__" or param.default is None or self._passed_here(b.value, param):
+                return _NO_DEFAULT
+            return self.default_of(param.default, depth + 1)
+        if b.how == "assign" and not b.path and not isinstance(b.value, (cst.List, cst.Set)):  # lists grow
+            return self.default_of(b.value, depth + 1)
+        return _NO_DEFAULT
+
+    def _passed_here(self, init, param: cst.Param) -> bool:
+        """Whether a call in this file builds the constructor's class passing `param` (then its default is not
+        the setting that runs: `PositionEmbeddingSine(n, normalize=True)`)."""
+        name = param.name.value
+        positional = init.positional()
+        index = positional.index(name) if name in positional else None
+        for call in self.model.calls:
+            callee = call.func.attr if isinstance(call.func, cst.Attribute) else call.func
+            if not isinstance(callee, cst.Name) or callee.value != init.cls.name:
+                continue
+            for i, arg in enumerate(call.args):
+                if arg.star or (arg.keyword is not None and arg.keyword.value == name) \
+                        or (arg.keyword is None and index is not None and i >= index):
+                    return True
+        return False
 
     def self_attribute(self, attr: str, frame: Frame) -> Value | None:
         function = frame.function
