@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+from perflint import toml
 from perflint.measures.budgets import KEYS, OPTIONS, Budget, BudgetError, check, parse_budget, size_unit, spec
 from perflint.trace.analyze import analyze, metrics_of, unavailable
 from perflint.trace.compare import compare, is_relative, saved_figures
@@ -23,6 +24,7 @@ from perflint.trace.model import Trace
 from perflint.trace.ranks import job_figures
 from perflint.trace.report import RankResult, render, render_comparison
 from perflint.trace.steps import StepError, parse_range, select
+from perflint.usage import Parser, UsageError
 
 PROG = "perflint trace"
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a writer killed by SIGPIPE
@@ -31,17 +33,8 @@ EXIT_BROKEN_PIPE = 141  # what a shell reports for a writer killed by SIGPIPE
 TRACE_KEYS = (*KEYS, "ops", "per_step")
 
 
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse would print usage and exit; we want one line and code 2
-        raise UsageError(message)
-
-
-def _parser() -> _Parser:
-    p = _Parser(prog=PROG, description="Check recorded PyTorch profiler (Kineto) traces against perf budgets.")
+def _parser() -> Parser:
+    p = Parser(prog=PROG, description="Check recorded PyTorch profiler (Kineto) traces against perf budgets.")
     p.add_argument("paths", nargs="+", metavar="FILE_OR_FOLDER",
                    help="trace files (*.json, *.json.gz) or folders of them (e.g. one file per rank)")
     p.add_argument("--budget", action="append", default=[], metavar="KEY=VALUE",
@@ -75,7 +68,7 @@ def _read_budget_file(path: str) -> dict[str, Any]:
     except OSError as exc:
         raise UsageError(f"--budget-file {path}: {exc.strerror or exc}") from None
     try:
-        table = json.loads(data) if path.endswith(".json") else _toml(data)
+        table = json.loads(data) if path.endswith(".json") else toml.loads(data.decode("utf-8"))
     except ValueError as exc:
         raise UsageError(f"--budget-file {path}: {str(exc).splitlines()[0]}") from None
     if not isinstance(table, dict):
@@ -84,17 +77,6 @@ def _read_budget_file(path: str) -> dict[str, Any]:
         if isinstance(table.get(key), dict):
             return table[key]
     return table
-
-
-def _toml(data: bytes) -> Any:
-    try:
-        import tomllib  # Python >= 3.11
-    except ImportError:  # pragma: no cover - Python 3.10
-        try:
-            import tomli as tomllib
-        except ImportError:
-            return json.loads(data)  # no TOML parser: accept JSON content
-    return tomllib.loads(data.decode("utf-8"))
 
 
 class _Budgets:
