@@ -69,9 +69,8 @@ def main() -> int:
         return subprocess.run([sys.executable, "-m", "perflint", "-q", "--exit-zero", "--select", "ALL",
                                *extra, str(tree)], cwd=work, capture_output=True, check=True)
 
-    def cold(jobs):
-        shutil.rmtree(work / ".perflint_cache", ignore_errors=True)
-        cli("--jobs", str(jobs))
+    def cold(jobs):  # (the cache sits at the project root: the tree's own when it has settings)
+        cli("--no-cache", "--jobs", str(jobs))
 
     pairs = [interleaved() for _ in range(args.repeat)]
     parse = statistics.median(p for p, _ in pairs)

@@ -124,6 +124,8 @@ class Linter:
                   for n in (p.node, p.fix_node, p.end_node, *(node for _, node in p.evidence)) if n is not None}
         ranges = {} if not module.body else node_ranges(module) if None in wanted \
             else statement_ranges(module, text, wanted)
+        if any(p.node not in ranges for p in pending):  # a path the model got wrong: never a missing line
+            ranges = node_ranges(module)
         lines = physical_lines(text)
         indents = None  # enclosing block indentation of fix targets, computed at the first fix
         out = []
@@ -205,14 +207,14 @@ def _first_line(error: Exception) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def _statement_of(model: FileModel, node: cst.CSTNode) -> int | None:
-    """The top-level statement holding a node, through its first descendant the walk placed (a `WithItem`
-    is not placed, its call is); None if there is none."""
+def _statement_of(model: FileModel, node: cst.CSTNode) -> tuple[int, ...] | None:
+    """The statement holding a node (its path, `FileModel.statement_path`), through its first descendant
+    the walk placed (a `WithItem` is not placed, its call is); None if there is none."""
     todo = [node]
     while todo:
         current = todo.pop()
         if current in model.sites:
-            return model.top_statement(current)
+            return model.statement_path(current)
         todo.extend(reversed(list(children(current))))
     return None
 

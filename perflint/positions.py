@@ -88,32 +88,58 @@ def node_ranges(module: cst.Module) -> dict[cst.CSTNode, Range]:
     return state.ranges
 
 
-def statement_ranges(module: cst.Module, text: str, statements: Iterable[int]) -> dict[cst.CSTNode, Range]:
-    """The same ranges, for the nodes of some top-level statements only (by index in `module.body`).
+def statement_ranges(module: cst.Module, text: str, paths: Iterable[tuple[int, ...]]) -> dict[cst.CSTNode, Range]:
+    """The same ranges, for the nodes of some statements only, each named by its path (`FileModel.
+    statement_path`: its index in `module.body`, then in the bodies of the blocks around it).
 
-    Code generation is most of the cost of positions, so a file with a finding in one function of fifty
-    renders only that one: the stdlib parser (twenty times faster than libcst's) says on which line each
-    top-level statement starts. Falls back to the whole module where the two parsers disagree."""
+    Code generation is most of the cost of positions, so a file with a finding in one statement of a long
+    method renders only that statement: the stdlib parser (twenty times faster than libcst's) says on which
+    line each statement starts. Falls back to the whole module where the two parsers disagree."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return node_ranges(module)
-    starts, i = [], 0
-    for stmt in module.body:
-        if i >= len(tree.body):
-            return node_ranges(module)
-        first = tree.body[i]
+    top = _starts(module.body, tree.body)
+    if top is None:
+        return node_ranges(module)
+    wanted = set(paths)
+    state = _PositionState(module.default_indent, module.default_newline)
+    for path in sorted(wanted):
+        if any(path[:k] in wanted for k in range(1, len(path))):
+            continue  # an enclosing statement renders it
+        statement, (line, node) = module.body[path[0]], top[path[0]]
+        indents: list[str] = []
+        for index in path[1:]:
+            block = statement.body
+            starts = _starts(block.body, node.body) if isinstance(node, _SCOPES) else None
+            if starts is None:
+                break  # render the enclosing statement whole
+            indents.append(module.default_indent if block.indent is None else block.indent)
+            statement, (line, node) = block.body[index], starts[index]
+        state.indent_tokens = list(indents)
+        state.line, state.column = line, 0
+        statement._codegen(state)
+    return state.ranges
+
+
+# Statements whose `body` is the same list of statements in both trees.
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor, ast.While, ast.If,
+           ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try))
+
+
+def _starts(statements, nodes: list[ast.stmt]) -> list[tuple[int, ast.stmt]] | None:
+    """For each libcst statement of a body, the line where its code (leading blank and comment lines
+    included) starts and the stdlib node of its first statement; None where the two bodies do not match."""
+    out, i = [], 0
+    for stmt in statements:
+        if i >= len(nodes):
+            return None
+        first = nodes[i]
         i += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
         line = min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", ())])
         decorators = getattr(stmt, "decorators", ())
         lead = len(stmt.leading_lines) + (len(decorators[0].leading_lines) if decorators else 0)
-        starts.append(line - lead)
-    if i != len(tree.body):
-        return node_ranges(module)
-    state = _PositionState(module.default_indent, module.default_newline)
-    for index in sorted(set(statements)):
-        state.line, state.column = starts[index], 0
-        module.body[index]._codegen(state)
-    return state.ranges
+        out.append((line - lead, first))
+    return out if i == len(nodes) else None

@@ -176,3 +176,58 @@ def test_other_conditions_do_not_gate(condition):
     src = f"import torch\nfor i, x in enumerate(loader):\n    loss = model(x.cuda())\n    if {condition}:\n" \
           "        v = loss.item()\n"
     assert [c for _, _, c in codes_at(src)] == ["PFL101"]
+
+
+def test_positions_of_one_statement_match_the_whole_file():
+    """Positions render only the statement that holds a finding (found through the blocks around it, with
+    the stdlib parser's line numbers): every placed node must get the range a render of the whole file
+    gives it."""
+    from perflint.model.program import FileModel, Walker
+    from perflint.positions import node_ranges, statement_ranges
+
+    text = textwrap.dedent('''\
+        import torch  # a comment
+
+
+        @torch.no_grad()
+        # between the decorator and the def
+        def evaluate(model, loader,
+                     device):
+            """A docstring
+            over lines."""
+            total = 0; seen = 0
+            for x, y in loader:
+
+                # leading comment
+                if x is None:
+                    continue
+                else:
+                    out = model(x.to(device))
+                with torch.autocast("cuda"):
+                    loss = (out - y) \\
+                        .abs().mean()
+                try:
+                    total += loss.item()
+                except RuntimeError:
+                    pass
+                while seen < 3:
+                    seen += 1
+            return total
+
+
+        class Net(torch.nn.Module):
+            x: int = 1
+            def forward(self, x):
+                if not self.training: return x
+                return x * 2 + 1
+        ''')
+    module = cst.parse_module(text)
+    model = FileModel("t.py", module, None, text)
+    Walker(model, {}, {}, {}).walk(module)
+    whole = node_ranges(module)
+    placed = [node for node in model.sites if node in whole and node is not module]
+    assert len(placed) > 100
+    for node in placed:
+        path = model.statement_path(node)
+        assert statement_ranges(module, text, [path])[node] == whole[node], (path, whole[node])
+    assert any(len(model.statement_path(node)) >= 4 for node in placed)  # def > for > with > statement

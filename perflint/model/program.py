@@ -10,7 +10,7 @@ after it, `finish(model)` hooks ask whole-file questions: what a value is and wh
 from __future__ import annotations
 
 import re
-
+from bisect import bisect_right
 from typing import Callable, Iterable
 
 import libcst as cst
@@ -274,6 +274,7 @@ class FileModel:
         self._memo: dict = {}  # per-question caches of values.py, steps.py and rule families
         self.complete = False  # set once the walk is over: whole-file answers are final from then on
         self.top_orders: list[int] = []  # the order at which each top-level statement starts
+        self.block_orders: dict[cst.IndentedBlock, tuple[list[int], int]] = {}  # the same in a block, and its end
 
     # ---- names ----------------------------------------------------------------------------------------
     def qualname(self, node: cst.CSTNode) -> str | None:
@@ -413,11 +414,24 @@ class FileModel:
             names = self._memo[key] = _bound_names(node)
         return names
 
-    def top_statement(self, node: cst.CSTNode) -> int:
-        """The index in `module.body` of the top-level statement that holds a node."""
-        from bisect import bisect_right
-
-        return max(bisect_right(self.top_orders, self.sites[node][1]) - 1, 0)
+    def statement_path(self, node: cst.CSTNode) -> tuple[int, ...]:
+        """Where the statement that holds a node sits: its index in `module.body`, then, through the bodies of
+        the functions and classes around it, its index in each (`(3, 0, 5)`: the sixth statement of the first
+        method of the fourth top-level statement), and so on into the bodies of loops, `if`s, `with`s and
+        `try`s. Positions render only that statement."""
+        order = self.sites[node][1]
+        i = max(bisect_right(self.top_orders, order) - 1, 0)
+        path, statement = [i], self.module.body[i] if self.module.body else None
+        while isinstance(getattr(statement, "body", None), cst.IndentedBlock):
+            recorded = self.block_orders.get(statement.body)
+            if recorded is None or order > recorded[1]:  # not recorded, or in an `else`, a handler
+                break
+            j = bisect_right(recorded[0], order) - 1
+            if j < 0:  # in the header (decorators, parameters, a loop's iterable, a condition)
+                break
+            path.append(j)
+            statement = statement.body.body[j]
+        return tuple(path)
 
     def nodes(self, node_type: type) -> list:
         """Every node of an indexed type (INDEXED), in file order."""
@@ -640,6 +654,7 @@ class Walker:
             cls.methods[info.name] = info
         model.functions.append(info)
         model.function_of[node] = info
+        self._place_name(node.name)
         self.bind(node.name, "def", info)
         self.walk(node.params)  # defaults and annotations are evaluated in the enclosing scope
         compiled = any(d in api.COMPILERS or d == "torch.jit.script_method" for d in decorators)
@@ -671,6 +686,12 @@ class Walker:
         finally:
             model.frame = outer
 
+    def _place_name(self, name: cst.Name) -> None:
+        """A def's or class's name has a place (evidence cites it) but is no read of a name: no hooks."""
+        model = self.model
+        model.order += 1
+        model.sites[name] = (model.frame, model.order)
+
     def _lambda(self, node: cst.Lambda) -> None:
         model = self.model
         self.walk(node.params)
@@ -688,6 +709,7 @@ class Walker:
         bases = [model.qualname(b.value) or dotted(b.value) or "" for b in node.bases]
         info = ClassInfo(node, bases)
         model.classes.setdefault(info.name, info)
+        self._place_name(node.name)
         self.bind(node.name, "class", info)
         outer = model.frame
         info.scope = Scope(node, "class", outer.scope, cls=info)
@@ -761,12 +783,15 @@ class Walker:
             self._in(orelse, [node.orelse])
 
     def _block(self, node: cst.IndentedBlock) -> None:
-        body = node.body
+        body, model = node.body, self.model
+        starts = []
         for i, statement in enumerate(body):
+            starts.append(model.order + 1)
             self.walk(statement)
             if _guard(statement) and i + 1 < len(body):  # `if not should_log: return`, then the logging
-                self._in(Frame("gate", statement, self.model.frame), body[i + 1:])
-                return
+                self._in(Frame("gate", statement, model.frame), body[i + 1:])
+                return  # (the block's statements are not recorded: positions render it whole)
+        model.block_orders[node] = (starts, model.order)
 
     def _try(self, node) -> None:
         model = self.model
