@@ -261,6 +261,11 @@ class Values:
             return None
         return [b.value for b in reaching]
 
+    def is_param(self, node: cst.CSTNode) -> bool:
+        """A name whose only reaching binding is a parameter of its function."""
+        reaching = self._reaching_name(node)
+        return bool(reaching) and all(b.how == "param" for b in reaching)
+
     def _reaching_name(self, node: cst.CSTNode) -> list[Binding] | None:
         if not isinstance(node, cst.Name):
             return None

@@ -39,6 +39,7 @@ class Chain:
     hint: str = ""
     large: int = 0  # how many of its ops read an activation-sized tensor (not a reduction's result, a
     # parameter, a per-sample coefficient, an index grid): the full passes over memory it costs
+    first_large: cst.CSTNode | None = None  # the first of those ops: where the chain is reported
 
 
 def chains(model: FileModel) -> list[Chain]:
@@ -111,7 +112,9 @@ class _Finder:
             return True
         chain.ops += 1
         chain.names.append(name)
-        chain.large += any(self._large(o) for o in operands)
+        if any(self._large(o) for o in operands):
+            chain.large += 1
+            self._first_large(chain, node)
         for operand in operands:
             if self._count(operand, chain, frame):
                 continue
@@ -151,10 +154,17 @@ class _Finder:
             chain.ops += earlier.ops
             chain.names = earlier.names + chain.names
             chain.large += earlier.large
+            if earlier.first_large is not None:
+                self._first_large(chain, earlier.first_large)
             if self.model.sites[earlier.first][1] < self.model.sites[chain.first][1]:
                 chain.first = earlier.first
             chain.statements = earlier.statements + chain.statements
         return earlier is not None
+
+    def _first_large(self, chain: Chain, node: cst.CSTNode) -> None:
+        sites = self.model.sites
+        if chain.first_large is None or sites[node][1] < sites[chain.first_large][1]:
+            chain.first_large = node
 
     def _op(self, node: cst.CSTNode):
         """(name, operands) when node is an elementwise op on something that may be a tensor."""
@@ -228,11 +238,20 @@ class _Finder:
         return found
 
     def _large_uncached(self, node: cst.CSTNode, depth: int) -> bool:
-        if depth > 12 or isinstance(node, (cst.Integer, cst.Float)):
+        if isinstance(node, (cst.Integer, cst.Float)):
             return False
+        if depth > 12:
+            return self._array(node)  # too far to follow: what the value looks like here
         if isinstance(node, cst.Name):
             sources = self.values.sources(node)
-            return any(self._large(s, depth + 1) for s in sources) if sources else self._array(node)
+            if sources:
+                return any(self._large(s, depth + 1) for s in sources)
+            found = self._bound_values(node)
+            if found:
+                return any(self._large(v, depth + 1) for v in found)
+            if self.values.is_param(node):  # a tensor passed in from elsewhere: unknown counts as large
+                return self.values.value(node).kind in (TENSOR, None)
+            return self._array(node)
         if isinstance(node, cst.Attribute):
             if isinstance(node.value, cst.Name) and node.value.value == "self":
                 return False  # a parameter, a buffer or a constant of the module
@@ -248,9 +267,14 @@ class _Finder:
             callee = (dotted(node.func) or "").rsplit(".", 1)[-1].lower()
             if any(w in callee for w in api.LOSS_WORDS):
                 return False  # `criterion(out, y)`, `self.loss_fn(...)`: a 0-dim loss
+            if method in ("view", "reshape") and _per_sample_shape(node):
+                return False  # `out.reshape(b, *((1,) * (x.ndim - 1)))`: one number per sample
             if method in ("view", "reshape", "flatten", "permute", "transpose", "contiguous", "expand", "float",
                           "half", "to", "type_as", "unsqueeze", "squeeze", "detach", "clone", "repeat"):
                 return self._large(node.func.value, depth + 1)
+            helper = self.values.callee(node)
+            if helper is not None and helper.returns and helper.name != "__init__" and not helper.yields:
+                return any(self._large(r, depth + 1) for r in helper.returns)  # a helper of this file
         op = self._op(node)
         if op is not None:
             return any(self._large(o, depth + 1) for o in op[1])
@@ -259,6 +283,36 @@ class _Finder:
             if args and all(self._array(a) for a in args[:1]):
                 return any(self._large(a, depth + 1) for a in args)
         return self._array(node)
+
+    def _bound_values(self, name: cst.Name) -> list[cst.CSTNode] | None:
+        """The expressions a name may hold, where sources() does not say: an element of an unpacked tuple
+        (`a, b = x * 2, t`; `mean, var = self.stats(x)` through the helper's returns) or what the call sites
+        of this file pass for a parameter. None where any binding leaves it unknown."""
+        reaching = self.values._reaching_name(name)
+        if not reaching:
+            return None
+        out: list[cst.CSTNode] = []
+        for b in reaching:
+            if b.how in ("assign", "walrus") and len(b.path) == 1 and isinstance(b.path[0], int):
+                value = b.value
+                tuples = [value] if isinstance(value, (cst.Tuple, cst.List)) else None
+                if tuples is None and isinstance(value, cst.Call):
+                    helper = self.values.callee(value)
+                    if helper is not None and helper.returns and not helper.yields:
+                        tuples = helper.returns
+                if not tuples or not all(isinstance(t, (cst.Tuple, cst.List)) and len(t.elements) > b.path[0]
+                                         and not any(isinstance(e, cst.StarredElement) for e in t.elements)
+                                         for t in tuples):
+                    return None
+                out.extend(t.elements[b.path[0]].value for t in tuples)
+            elif b.how == "param":
+                found = self.values.arguments(b.value, b.target)
+                if not found:
+                    return None
+                out.extend(found)
+            else:
+                return None
+        return out
 
     def _tensor(self, node: cst.CSTNode) -> bool:
         return self.values.value(node).kind == TENSOR
@@ -299,6 +353,24 @@ class _Finder:
                         and (self.model.qualname(call.func) or "").endswith("_like"):
                     self.shape_only.add(call.args[0].value)
         return self.shape_only
+
+
+def _per_sample_shape(call: cst.Call) -> bool:
+    """`.view(b, 1, 1, 1)`, `.reshape(b, *((1,) * (n - 1)))`: a shape of ones after the first dimension."""
+    rest = call.args[1:]
+    if not rest:
+        return False
+    for arg in rest:
+        value = arg.value
+        if arg.star:
+            while isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+                value = value.left
+            if not (isinstance(value, cst.Tuple) and len(value.elements) == 1):
+                return False
+            value = value.elements[0].value
+        if not (isinstance(value, cst.Integer) and value.value == "1"):
+            return False
+    return True
 
 
 _GRIDS = {"arange", "linspace", "logspace", "meshgrid", "eye", "tril_indices", "triu_indices"}

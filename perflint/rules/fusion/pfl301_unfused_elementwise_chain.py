@@ -63,10 +63,9 @@ small tensors).
                 continue
             ops = ", ".join(dict.fromkeys(chain.names))
             passes = "each" if chain.large >= chain.ops else f"{chain.large} of them"
-            self.report(model, chain.first, self.message.format(n=chain.ops, ops=ops, passes=passes,
-                                                                hint=hint(model, chain)),
-                        evidence=step.why[:2], end_node=chain.root if chain.root is not chain.first else None,
-                        step=step)
+            at = chain.first_large or chain.first  # where the passes over whole tensors start
+            self.report(model, at, self.message.format(n=chain.ops, ops=ops, passes=passes, hint=hint(model, chain)),
+                        evidence=step.why[:2], end_node=chain.root if chain.root is not at else None, step=step)
 
 
 def _in_a_python_loop(steps: Steps, frame) -> bool:
