@@ -47,9 +47,40 @@ def rule_page(rule, effect: dict | None = None) -> str:
         parts += ["## Measured effect", "", f"No deterministic count applies: {rule.proof_note}", ""]
     if effect and effect.get("benchmark"):
         parts += [effect["benchmark"], ""]
-    if effect and effect.get("corpus"):
-        parts += ["## On real code", "", effect["corpus"], ""]
+    parts += ["## On real code", "", accuracy_line(rule), ""]
     return "\n".join(parts)
+
+
+def accuracy_line(rule) -> str:
+    """What the accuracy benchmark measured for a rule: its findings on real repositories and how many a
+    reviewer judged right, on the labelled repositories and on the hold-out ones reviewed blind."""
+    measured = accuracy()
+    figures = measured.get("rules", {}).get(rule.code)
+    if not figures:
+        return f"No findings on the {len(measured.get('repositories', ()))} repositories of the accuracy benchmark."
+    parts = []
+    for role, name in (("labelled", "labelled repositories"), ("holdout", "hold-out repositories (blind review)")):
+        c = figures.get(role)
+        if not c:
+            continue
+        judged = c.get("right", 0) + c.get("wrong", 0)
+        share = f" ({100 * c.get('right', 0) / judged:.0f}%)" if judged else ""
+        found = f"{c['findings']} finding{'s' if c['findings'] != 1 else ''}"
+        parts.append(f"{name}: {found}, {c.get('right', 0)} of {judged} judged right{share}")
+    off = "" if rule.default else " Off by default: it does not reach 80% right on real code." \
+        if _precision(figures) is not None and _precision(figures) < 0.8 else ""
+    return "; ".join(parts) + f" (`{measured['command']}`).{off}"
+
+
+def _precision(figures: dict) -> float | None:
+    right = sum(c.get("right", 0) for c in figures.values())
+    judged = right + sum(c.get("wrong", 0) for c in figures.values())
+    return right / judged if judged else None
+
+
+def accuracy() -> dict:
+    """Precision per rule on real repositories (written by `benchmarks/accuracy/run.py --write`)."""
+    return json.loads(resources.files("perflint").joinpath("accuracy.json").read_text(encoding="utf-8"))
 
 
 def effects() -> dict:

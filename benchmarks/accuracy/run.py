@@ -116,9 +116,12 @@ def main() -> int:
     p.add_argument("--unlabelled", type=Path, help="write findings without a verdict here (JSON lines)")
     p.add_argument("--misses", type=Path, help="write labelled instances no rule reports here (JSON lines)")
     p.add_argument("--findings", type=Path, help="write every finding here (JSON lines: compare two runs)")
+    p.add_argument("--write", type=Path, metavar="JSON",
+                   help="write the figures per rule and role here (perflint/accuracy.json: the rule pages quote it)")
     args = p.parse_args()
     rules = all_rules()
     counts: dict[str, Counter] = defaultdict(Counter)
+    by_role: dict[tuple[str, str], Counter] = defaultdict(Counter)
     recall: dict[str, Counter] = defaultdict(Counter)
     unlabelled, misses, everything = [], [], []
     for repo in corpus():
@@ -135,6 +138,8 @@ def main() -> int:
             everything.append({"repo": repo["name"], "path": f.path, "line": f.line, "code": f.code,
                                "verdict": row["verdict"] if row else None, "message": f.message})
             counts[f.code]["findings"] += 1
+            by_role[(f.code, repo["role"])]["findings"] += 1
+            by_role[(f.code, repo["role"])][row["verdict"] if row else "unlabelled"] += 1
             if row is None:
                 counts[f.code]["unlabelled"] += 1
                 unlabelled.append({"repo": repo["name"], "commit": repo["commit"], "path": f.path, "line": f.line,
@@ -177,6 +182,16 @@ def main() -> int:
         r = recall[family]
         if r["instances"]:
             print(f"{family:14} {r['instances']:9} {r['found']:6} {100 * r['found'] / r['instances']:6.0f}%")
+    if args.write is not None:
+        repos = [f"{r['name']}@{r['commit'][:12]}" for r in corpus() if args.role in ("all", r["role"])]
+        table = {code: {role: dict(by_role[(code, role)]) for role in ("labelled", "holdout")
+                        if by_role[(code, role)]} for code in sorted(counts)}
+        args.write.write_text(json.dumps({
+            "command": "python benchmarks/accuracy/run.py --mirror MIRROR --role all --select ALL --write "
+                       "perflint/accuracy.json",
+            "repositories": repos, "rules": table,
+            "recall": {family: dict(recall[family]) for family in FAMILIES if recall[family]["instances"]},
+        }, indent=1, sort_keys=True) + "\n")
     if args.unlabelled is not None:
         args.unlabelled.write_text("".join(json.dumps(u) + "\n" for u in unlabelled))
     if args.findings is not None:
