@@ -21,7 +21,6 @@ FAMILIES = {
     "5": "data loading", "6": "autograd, inference, memory", "7": "distributed",
     "8": "numerics and tensor cores", "9": "benchmarking hygiene",
 }
-SEVERITIES = ("error", "warning", "info")
 RULES_URL = "https://github.com/torch-perflint/torch-perflint/blob/main/rules/"
 
 
