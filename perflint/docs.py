@@ -6,6 +6,7 @@ the proof tests check against a fresh measurement (`tests/test_rule_pairs.py`).
 
 from __future__ import annotations
 
+import functools
 import json
 import textwrap
 from importlib import resources
@@ -67,17 +68,14 @@ def accuracy_line(rule) -> str:
         share = f" ({100 * c.get('right', 0) / judged:.0f}%)" if judged else ""
         found = f"{c['findings']} finding{'s' if c['findings'] != 1 else ''}"
         parts.append(f"{name}: {found}, {c.get('right', 0)} of {judged} judged right{share}")
-    off = "" if rule.default else " Off by default: it does not reach 80% right on real code." \
-        if _precision(figures) is not None and _precision(figures) < 0.8 else ""
+    right = sum(c.get("right", 0) for c in figures.values())
+    judged = right + sum(c.get("wrong", 0) for c in figures.values())
+    below = not rule.default and judged and right < 0.8 * judged
+    off = " Off by default: it does not reach 80% right on real code." if below else ""
     return "; ".join(parts) + f" (`{measured['command']}`).{off}"
 
 
-def _precision(figures: dict) -> float | None:
-    right = sum(c.get("right", 0) for c in figures.values())
-    judged = right + sum(c.get("wrong", 0) for c in figures.values())
-    return right / judged if judged else None
-
-
+@functools.cache
 def accuracy() -> dict:
     """Precision per rule on real repositories (written by `benchmarks/accuracy/run.py --write`)."""
     return json.loads(resources.files("perflint").joinpath("accuracy.json").read_text(encoding="utf-8"))

@@ -120,7 +120,6 @@ def main() -> int:
                    help="write the figures per rule and role here (perflint/accuracy.json: the rule pages quote it)")
     args = p.parse_args()
     rules = all_rules()
-    counts: dict[str, Counter] = defaultdict(Counter)
     by_role: dict[tuple[str, str], Counter] = defaultdict(Counter)
     recall: dict[str, Counter] = defaultdict(Counter)
     unlabelled, misses, everything = [], [], []
@@ -137,16 +136,11 @@ def main() -> int:
             row = verdicts.get(key)
             everything.append({"repo": repo["name"], "path": f.path, "line": f.line, "code": f.code,
                                "verdict": row["verdict"] if row else None, "message": f.message})
-            counts[f.code]["findings"] += 1
-            by_role[(f.code, repo["role"])]["findings"] += 1
-            by_role[(f.code, repo["role"])][row["verdict"] if row else "unlabelled"] += 1
+            by_role[(f.code, repo["role"])].update(("findings", row["verdict"] if row else "unlabelled"))
             if row is None:
-                counts[f.code]["unlabelled"] += 1
                 unlabelled.append({"repo": repo["name"], "commit": repo["commit"], "path": f.path, "line": f.line,
                                    "end_line": f.end_line,
                                    "code": f.code, "message": f.message, "evidence": list(f.evidence)})
-            else:
-                counts[f.code][row["verdict"]] += 1
         by_line = defaultdict(set)
         for f in findings:
             for line in range(f.line, f.end_line + 1):
@@ -163,6 +157,9 @@ def main() -> int:
             recall[family]["found"] += found
             if not found:
                 misses.append({"repo": repo["name"], **inst})
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for (code, _), c in by_role.items():
+        counts[code].update(c)
     print(f"{'rule':8} {'default':7} {'findings':>8} {'right':>6} {'wrong':>6} {'unlabelled':>10} {'precision':>9}")
     total = Counter()
     for code in sorted(counts):

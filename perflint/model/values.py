@@ -244,7 +244,7 @@ class Values:
         value before it. None for anything else, or where assignments in branches reach (`if a: x = f(x)`
         / `else: x = g(x)`). A name unpacked from a tuple (`q, k, v = qkv.unbind(-1)`) has its own value,
         not the expression's: its source is that expression only when asked for with `unpacked`."""
-        reaching = self._reaching_name(node)
+        reaching = self.reaching_bindings(node)
         if not reaching or len(reaching) > 2 or len(reaching) == 2 \
                 and not reaching[1].frame.encloses(self._site(node)[0]):
             return None
@@ -256,17 +256,13 @@ class Values:
     def sources(self, node: cst.CSTNode) -> list[cst.CSTNode] | None:
         """For a name, the expressions of every assignment that may reach it; None if another kind of
         binding (a parameter, a loop variable, an unpacking) may."""
-        reaching = self._reaching_name(node)
+        reaching = self.reaching_bindings(node)
         if not reaching or any(b.how not in ("assign", "walrus") or b.path for b in reaching):
             return None
         return [b.value for b in reaching]
 
-    def is_param(self, node: cst.CSTNode) -> bool:
-        """A name whose only reaching binding is a parameter of its function."""
-        reaching = self._reaching_name(node)
-        return bool(reaching) and all(b.how == "param" for b in reaching)
-
-    def _reaching_name(self, node: cst.CSTNode) -> list[Binding] | None:
+    def reaching_bindings(self, node: cst.CSTNode) -> list[Binding] | None:
+        """For a name, the bindings that may give it its value where it is read."""
         if not isinstance(node, cst.Name):
             return None
         frame, order = self._site(node)
@@ -408,13 +404,8 @@ class Values:
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             head, attr = func.value.value, func.attr.value
             if head in ("self", "cls"):
-                function = frame.function
-                while function is not None and function.cls is None and function.frame is not None \
-                        and function.frame.parent is not None:
-                    function = function.frame.parent.function
-                if function is not None and function.cls is not None:
-                    return self.method(function.cls, attr)
-                return None
+                cls = _class_of(frame)
+                return self.method(cls, attr) if cls is not None else None
             found = self._bound_callable(head, frame, order)
             if isinstance(found, ClassInfo):
                 return self.method(found, attr)
@@ -668,11 +659,8 @@ class Values:
             bindings = self.reaching(node.value, *self._site(node))
         elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
                 and node in self.model.sites:
-            function = self._site(node)[0].function
-            while function is not None and function.cls is None and function.frame is not None \
-                    and function.frame.parent is not None:
-                function = function.frame.parent.function
-            bindings = function.cls.attrs.get(node.attr.value) if function is not None and function.cls else None
+            cls = _class_of(self._site(node)[0])
+            bindings = cls.attrs.get(node.attr.value) if cls is not None else None
         else:
             return _NO_DEFAULT
         if not bindings or len(bindings) != 1:
@@ -687,30 +675,14 @@ class Values:
             return self.default_of(b.value, depth + 1)
         return _NO_DEFAULT
 
-    def _passed_here(self, init, param: cst.Param) -> bool:
+    def _passed_here(self, init: FunctionInfo, param: cst.Param) -> bool:
         """Whether a call in this file builds the constructor's class passing `param` (then its default is not
-        the setting that runs: `PositionEmbeddingSine(n, normalize=True)`)."""
-        name = param.name.value
-        positional = init.positional()
-        index = positional.index(name) if name in positional else None
-        for call in self.model.calls:
-            callee = call.func.attr if isinstance(call.func, cst.Attribute) else call.func
-            if not isinstance(callee, cst.Name) or callee.value != init.cls.name:
-                continue
-            for i, arg in enumerate(call.args):
-                if arg.star or (arg.keyword is not None and arg.keyword.value == name) \
-                        or (arg.keyword is None and index is not None and i >= index):
-                    return True
-        return False
+        the setting that runs: `PositionEmbeddingSine(n, normalize=True)`); `**kwargs` may pass anything."""
+        return bool(self.arguments(init, param)) \
+            or any(a.star for call in self.callers().get(init, ()) for a in call.args)
 
     def self_attribute(self, attr: str, frame: Frame) -> Value | None:
-        function = frame.function
-        while function is not None and function.cls is None and function.frame is not None \
-                and function.frame.parent is not None:
-            function = function.frame.parent.function
-        if function is None or function.cls is None:
-            return None
-        cls, seen = function.cls, set()
+        cls, seen = _class_of(frame), set()
         while cls is not None and cls.name not in seen:
             seen.add(cls.name)
             bindings = cls.attrs.get(attr)
@@ -816,11 +788,8 @@ class Values:
         return self.opaque(call)
 
     def in_module_class(self, node: cst.CSTNode) -> bool:
-        function = self._site(node)[0].function
-        while function is not None and function.cls is None and function.frame is not None \
-                and function.frame.parent is not None:
-            function = function.frame.parent.function
-        return function is not None and function.cls is not None and self.is_module_class(function.cls)
+        cls = _class_of(self._site(node)[0])
+        return cls is not None and self.is_module_class(cls)
 
     def opaque(self, call: cst.Call) -> Value:
         """A call the model cannot follow (a function of another file or package). Given a tensor on the
@@ -1239,3 +1208,12 @@ def _device_word(lower: str) -> bool:
 
 def value_of(model: FileModel, node: cst.CSTNode) -> Value:
     return Values.of(model).value(node)
+
+
+def _class_of(frame: Frame) -> ClassInfo | None:
+    """The class whose method holds this frame (also inside a function nested in the method)."""
+    function = frame.function
+    while function is not None and function.cls is None and function.frame is not None \
+            and function.frame.parent is not None:
+        function = function.frame.parent.function
+    return function.cls if function is not None else None

@@ -246,11 +246,12 @@ class _Finder:
             sources = self.values.sources(node)
             if sources:
                 return any(self._large(s, depth + 1) for s in sources)
-            found = self._bound_values(node)
+            reaching = self.values.reaching_bindings(node) or []
+            found = self._bound_values(reaching)
             if found:
                 return any(self._large(v, depth + 1) for v in found)
-            if self.values.is_param(node):  # a tensor passed in from elsewhere: unknown counts as large
-                return self.values.value(node).kind in (TENSOR, None)
+            if reaching and all(b.how == "param" for b in reaching):  # passed in from elsewhere: unknown
+                return self.values.value(node).kind in (TENSOR, None)  # tensors count as large
             return self._array(node)
         if isinstance(node, cst.Attribute):
             if isinstance(node.value, cst.Name) and node.value.value == "self":
@@ -284,11 +285,10 @@ class _Finder:
                 return any(self._large(a, depth + 1) for a in args)
         return self._array(node)
 
-    def _bound_values(self, name: cst.Name) -> list[cst.CSTNode] | None:
-        """The expressions a name may hold, where sources() does not say: an element of an unpacked tuple
-        (`a, b = x * 2, t`; `mean, var = self.stats(x)` through the helper's returns) or what the call sites
-        of this file pass for a parameter. None where any binding leaves it unknown."""
-        reaching = self.values._reaching_name(name)
+    def _bound_values(self, reaching: list) -> list[cst.CSTNode] | None:
+        """The expressions a name may hold, from the bindings that reach it, where sources() does not say: an
+        element of an unpacked tuple (`a, b = x * 2, t`; `mean, var = self.stats(x)` through the helper's
+        returns) or what the call sites of this file pass for a parameter. None where any leaves it unknown."""
         if not reaching:
             return None
         out: list[cst.CSTNode] = []
