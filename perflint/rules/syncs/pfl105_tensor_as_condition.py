@@ -1,4 +1,4 @@
-from perflint.rules.syncs.sites import SyncRule
+from perflint.rules.syncs.sites import WHEN_REPORTED, SyncRule
 
 
 class TensorAsCondition(SyncRule):
@@ -30,11 +30,4 @@ Reports only conditions it knows are tensors, and only inside a loop (a step loo
 function): a data-dependent branch in a `forward` is often on an optional input's path, which a static
 reading cannot tell from the default one. `if t is None` and `if len(t)` are fine. A `while` condition
 runs every iteration of its own loop.
-Like every sync rule, it reports only where the wait is real and costs every step: the code runs on the
-per-step path (a loop over a data loader or over training steps, a module's `forward`, or a function
-this file calls from them; not a loop over epochs, not once every k steps under `if step % k == 0:`),
-the value is on the device (followed back to `.to(device)`, `.cuda()`, `device=`, a model's output; a
-tensor of unknown device counts only in a project that moves work to an accelerator), and it is the
-first wait of its step (after another sync or a `synchronize()` with no device work queued in between,
-the device is already idle). Quiet in test files and in compiled code (PFL402 covers graph breaks).
-"""
+""" + WHEN_REPORTED

@@ -28,6 +28,17 @@ _PRINTERS = {"print", "str", "repr"}
 _CASTS = {"float", "int", "bool", "complex"}
 
 
+# The close of every sync rule's "known problems": when a sync is reported (the module docstring, for users).
+WHEN_REPORTED = """\
+Like every sync rule, it reports only where the wait is real and costs every step: the code runs on the
+per-step path (a loop over a data loader or over training steps, a module's `forward`, or a function
+this file calls from them; not a loop over epochs, not once every k steps under `if step % k == 0:`),
+the value is on the device (followed back to `.to(device)`, `.cuda()`, `device=`, a model's output; a
+tensor of unknown device counts only in a project that moves work to an accelerator), and it is the
+first wait of its step (after another sync or a `synchronize()` with no device work queued in between,
+the device is already idle). Quiet in test files and in compiled code (PFL402 covers graph breaks).
+"""
+
 @dataclass
 class SyncSite:
     node: cst.CSTNode  # where it is reported
