@@ -80,7 +80,7 @@ class Linter:
         walker = Walker(model, visits, leaves, broken, calls_by_name)
         try:
             walker.walk(module)
-            model.complete = True
+            model.walked()
             for rule in rules:
                 finish = getattr(rule, "finish", None)
                 if finish is not None and rule not in broken:

@@ -231,3 +231,65 @@ def test_positions_of_one_statement_match_the_whole_file():
         path = model.statement_path(node)
         assert statement_ranges(module, text, [path])[node] == whole[node], (path, whole[node])
     assert any(len(model.statement_path(node)) >= 4 for node in placed)  # def > for > with > statement
+
+
+# A rule's findings must not depend on which other rules run, so no answer of the model may depend on which
+# question was asked first. Values that feed each other in a loop (`b = a * t; a = b + 1`) form a cycle; it
+# is cut where the asking started, and an answer found with the cut somewhere else must not be kept.
+CYCLE = """
+import torch
+def run(t, n):
+    t = t.cuda()
+    for i in range(n):
+        b = a * t
+        a = b + 1
+"""
+
+
+def _values_of(order):
+    from perflint.model.program import FileModel, Walker
+    from perflint.model.values import Values
+
+    module = cst.parse_module(CYCLE)
+    model = FileModel("t.py", module, None, CYCLE)
+    Walker(model, {}, {}, {}).walk(module)
+    model.walked()
+    values = Values.of(model)
+    reads = {"a": next(n for n in model.nodes(cst.Name) if n.value == "a"),  # in `b = a * t`
+             "b": [n for n in model.nodes(cst.Name) if n.value == "b"][-1]}  # in `a = b + 1`
+    answers = {name: values.value(reads[name]) for name in order}
+    return {name: (v.kind, v.device) for name, v in answers.items()}
+
+
+def test_an_answer_does_not_depend_on_which_question_came_first():
+    assert _values_of("ab") == _values_of("ba")
+
+
+ORDER = """
+import torch
+class Sampler(torch.nn.Module):
+    def p_sample(self, x, t, gt, mask):
+        mean, log_var = self.net(x, t)
+        pred = mean + (0.5 * log_var).exp() * torch.randn_like(x)
+        if mask is not None:
+            pred = (mask * gt) + ((1 - mask) * pred)
+        self.norms.append(pred.norm().item())
+        return pred
+    def sample(self, img, gt, mask):
+        img = img.cuda()
+        for t in reversed(range(1000)):
+            img = self.p_sample(img, t, gt, mask)
+            if t > 0:
+                img = torch.sqrt(1 - self.beta[t]) * img + self.beta[t] * torch.randn_like(img)
+        return img
+"""
+
+
+def test_a_rules_findings_do_not_depend_on_the_other_rules_selected():
+    together = {}
+    for f in LINTER.lint_source(ORDER, "sampler.py"):
+        together.setdefault(f.code, []).append((f.line, f.message))
+    assert together.get("PFL301") and together.get("PFL101")  # the case asks both families
+    for code, rule in all_rules().items():
+        alone = [(f.line, f.message) for f in Linter([rule]).lint_source(ORDER, "sampler.py") if f.code == code]
+        assert alone == together.get(code, []), code

@@ -272,9 +272,14 @@ class FileModel:
         self.findings: list = []
         self._qualnames: dict[cst.CSTNode, str | None] = {}
         self._memo: dict = {}  # per-question caches of values.py, steps.py and rule families
-        self.complete = False  # set once the walk is over: whole-file answers are final from then on
         self.top_orders: list[int] = []  # the order at which each top-level statement starts
         self.block_orders: dict[cst.IndentedBlock, tuple[list[int], int]] = {}  # the same in a block, and its end
+
+    def walked(self) -> None:
+        """The walk is over. Answers cached during it saw only the code walked so far (a function's callers
+        or calls, who trains, what is passed where): dropped, so that every rule's `finish` sees the whole
+        file and a rule's findings never depend on which other rules ran during the walk."""
+        self._memo.clear()
 
     # ---- names ----------------------------------------------------------------------------------------
     def qualname(self, node: cst.CSTNode) -> str | None:

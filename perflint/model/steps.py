@@ -75,10 +75,9 @@ class Steps:
 
     @staticmethod
     def of(model: FileModel) -> "Steps":
-        key = "steps" if model.complete else "steps-during-walk"
-        steps = model._memo.get(key)
+        steps = model._memo.get("steps")
         if steps is None:
-            steps = model._memo[key] = Steps(model)
+            steps = model._memo["steps"] = Steps(model)
         return steps
 
     # ---- where a node runs -------------------------------------------------------------------------------

@@ -108,39 +108,54 @@ def join(values: list[Value]) -> Value:
                  pick.element, origin, pick.loader, pick.function, pick.cls)
 
 
+_NO_CUT = 1 << 30
+
+
 class Values:
     """The value questions of one file, cached on its model."""
 
     def __init__(self, model: FileModel) -> None:
         self.model = model
         self.memo: dict = {}
-        self.active: set = set()
+        self.active: dict = {}  # question -> its depth on the stack of questions being answered
+        self.cut = _NO_CUT  # the shallowest depth a cycle was cut at, in the question being answered
         self._callers: dict[FunctionInfo, list[cst.Call]] | None = None
 
     @staticmethod
     def of(model: FileModel) -> "Values":
-        """The file's value questions. During the walk the answers see only the code walked so far, so
-        they are kept apart and dropped when the walk ends."""
-        key = "values" if model.complete else "values-during-walk"
-        values = model._memo.get(key)
+        """The file's value questions, cached on the model (answers given during the walk are dropped when
+        it ends: `FileModel.walked`)."""
+        values = model._memo.get("values")
         if values is None:
-            values = model._memo[key] = Values(model)
+            values = model._memo["values"] = Values(model)
         return values
 
     # ---- entry point ----------------------------------------------------------------------------------
     def value(self, node: cst.CSTNode) -> Value:
-        memo = self.memo
-        found = memo.get(node)
+        found = self.memo.get(node)
         if found is not None:
             return found
-        if node in self.active:
-            return UNKNOWN  # a cycle (x = f(x) in a loop): say nothing
-        self.active.add(node)
+        return self._answer(node, self._value, node)
+
+    def _answer(self, key, compute, arg) -> Value:
+        """compute(arg), memoised unless a cycle was cut at a question still open above it (x = f(x) in a
+        loop: the inner question says nothing). Such an answer depends on where the questions started,
+        so it is not kept: every answer is the same whichever rule asks first."""
+        depth = self.active.get(key)
+        if depth is not None:
+            self.cut = min(self.cut, depth)
+            return UNKNOWN
+        depth = self.active[key] = len(self.active)
+        outer, self.cut = self.cut, _NO_CUT
         try:
-            result = self._value(node)
+            result = compute(arg)
         finally:
-            self.active.discard(node)
-        memo[node] = result
+            del self.active[key]
+            cut, self.cut = self.cut, outer
+        if cut >= depth:
+            self.memo[key] = result
+        else:
+            self.cut = min(outer, cut)
         return result
 
     def _site(self, node: cst.CSTNode) -> tuple[Frame, int]:
@@ -296,15 +311,7 @@ class Values:
         found = self.memo.get(key)
         if found is not None:
             return found
-        if key in self.active:
-            return UNKNOWN
-        self.active.add(key)
-        try:
-            result = self._binding(b)
-        finally:
-            self.active.discard(key)
-        self.memo[key] = result
-        return result
+        return self._answer(key, self._binding, b)
 
     def _binding(self, b: Binding) -> Value:
         how = b.how
