@@ -267,6 +267,57 @@ def test_per_sample_coefficients_are_not_passes_over_the_whole_tensor():
     assert [f.line for f in run({"diffusion.py": src}) if f.code == "PFL301"] == [13]  # q_sample: 3 passes
 
 
+def test_noise_levels_drawn_per_sample_and_reduced_values_are_not_whole_tensors():
+    # Elucidated diffusion draws one noise level per sample, (batch,), and takes its exp: launches on B
+    # numbers. A TD target built on `torch.min(q, dim=1, keepdim=True)` works on one value per sample too.
+    src = """
+        import torch
+        class Karras(torch.nn.Module):
+            def noise_distribution(self, batch_size):
+                return (self.P_mean + self.P_std * torch.randn((batch_size,), device=self.device)).exp()
+            def forward(self, images):
+                sigmas = self.noise_distribution(images.shape[0])
+                return self.net(images, sigmas)
+        class Critic(torch.nn.Module):
+            def forward(self, obs, rewards, dones):
+                next_q, _ = torch.min(self.q(obs), dim=1, keepdim=True)
+                return next_q - rewards.mean() * dones.sum() * next_q
+    """
+    assert [c for c in codes({"karras.py": src}) if c[1] == "PFL301"] == []
+
+
+def test_a_cast_is_no_kernel_of_the_chain():
+    # `.float()` of a float32 tensor returns the tensor itself: a chain of two real ops and two casts is
+    # two kernels, not four.
+    src = """
+        import torch
+        class Sampler(torch.nn.Module):
+            def forward(self, x, noise, log_variance):
+                mean = self.net(x)
+                return mean.float() + (0.5 * log_variance).exp().float() * noise
+    """
+    assert [c for c in codes({"sampler.py": src}) if c[1] == "PFL301"] == []
+
+
+def test_a_branch_for_one_time_step_of_the_sampling_loop_is_not_per_step():
+    # `t` is the counter of the loop that calls p_sample: `if t == 0` pastes the known pixels once per
+    # sampling run, at its last step. The denoising update above it runs at every step.
+    src = """
+        import torch
+        class Inpaint(torch.nn.Module):
+            def p_sample(self, x, t, gt, mask):
+                pred = self.net(x, t) * self.scale + torch.randn_like(x) * self.sigma - x
+                if t == 0 and mask is not None:
+                    pred = (mask * gt) + ((1 - mask) * pred)
+                return pred
+            def forward(self, x, gt, mask):
+                for t in reversed(range(self.num_timesteps)):
+                    x = self.p_sample(x, t, gt, mask)
+                return x
+    """
+    assert [c for c in codes({"inpaint.py": src}) if c[1] == "PFL301"] == [(5, "PFL301")]
+
+
 def test_a_branch_the_default_settings_never_take_stays_quiet():
     # The objective is fixed when the model is built; only one branch runs, and with the defaults it is not
     # the one that predicts the start from the noise.
@@ -423,6 +474,21 @@ def test_making_and_moving_in_two_statements_is_reported_where_it_is_made():
                 self.env.step(action)
     """
     assert (5, "PFL201") in codes({"agent.py": src})
+
+
+def test_an_empty_tensor_moved_to_the_device_copies_nothing():
+    # An empty start for a growing `torch.cat`: moving zero elements is not a host-made tensor to fix.
+    src = """
+        import torch
+        class MultiCrop(torch.nn.Module):
+            def forward(self, crops):
+                output = torch.empty(0).cuda()
+                mask = torch.zeros(crops[0].shape[0]).cuda()
+                for crop in crops:
+                    output = torch.cat((output, self.backbone(crop) * mask))
+                return output
+    """
+    assert [c for c in codes({"multicrop.py": src}) if c[1] == "PFL201"] == [(6, "PFL201")]
 
 
 def test_a_loader_configured_through_kwargs_is_known_to_pin_memory():

@@ -10,7 +10,7 @@ runs as often as the code around them.
 Code is on the per-step path when the nearest deciding frame around it is a step loop, or when its
 function runs every step: a module's `forward` (and Lightning's `*_step` hooks), or a function called
 from per-step code in this file, transitively. A block gated by `if step % k == 0:` or `if i == 0:`
-inside the step loop is not per step.
+inside the step loop is not per step, nor `if t == 0:` in a function the loop calls with its counter.
 """
 
 from __future__ import annotations
@@ -95,7 +95,8 @@ class Steps:
                 return Step(False, (("not with the defaults: `{}`", f.condition[0]),))
             if kind == "once":
                 return Step(False, (("computed once and kept: `{}`", f.node.test),))
-            if kind == "gate" and gate is None and not (_every_k(f) and self.gate_does_step_work(f)):
+            if kind == "gate" and gate is None and not (_every_k(f) and self.gate_does_step_work(f)) \
+                    or kind == "branch" and gate is None and self._once_per_loop(f):
                 gate = f
             elif kind in ("loop", "comprehension"):
                 loop = self.loop_kind(f)
@@ -122,6 +123,30 @@ class Steps:
             elif kind in ("class", "module"):
                 return NOT_PER_STEP
         return NOT_PER_STEP
+
+    def _once_per_loop(self, branch: Frame) -> bool:
+        """`if t == 0:` in a function whose `t` is the counter of the loops that call it (`for t in
+        reversed(range(T)): x = self.p_sample(x, t)`): once per loop, as the same test inside the loop is."""
+        if branch.condition is None or not branch.condition[1]:
+            return False
+        for test in _conjuncts(branch.condition[0]):
+            if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                    and isinstance(test.comparisons[0].operator, cst.Equal):
+                sides = (test.left, test.comparisons[0].comparator)
+                if any(isinstance(side, cst.Integer) for side in sides) \
+                        and any(isinstance(side, cst.Name) and self._counter_param(side) for side in sides):
+                    return True
+        return False
+
+    def _counter_param(self, name: cst.Name) -> bool:
+        """A parameter for which every call site of the file passes the target of a `for` loop."""
+        reaching = self.values.reaching_bindings(name)
+        if not reaching or any(b.how != "param" for b in reaching):
+            return False
+        passed = [a for b in reaching for a in self.values.arguments(b.value, b.target)]
+        return bool(passed) and all(
+            isinstance(a, cst.Name) and (r := self.values.reaching_bindings(a)) and all(x.how == "for" for x in r)
+            for a in passed)
 
     def _device_loop(self, frame: Frame, loop: LoopKind) -> Step:
         """A Python loop of device ops (a GAE over time steps, an NMS) costs once per iteration wherever it
@@ -468,6 +493,13 @@ def _plots(model: FileModel, call: cst.Call) -> bool:
     name = dotted(call.func) or ""
     head = name.split(".", 1)[0]
     return head in ("plt", "ax", "axes", "fig", "axs") or name.endswith(("imshow", "savefig", "show_images"))
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`a and b and c` -> [a, b, c]: each must hold for the block to run."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]
 
 
 def _every_k(gate: Frame) -> bool:

@@ -106,6 +106,10 @@ class _Finder:
             return False
         name, operands = op
         self.seen.add(node)
+        if name in _CASTS:  # `.float()` of a float32 tensor launches nothing: not counted, but its receiver's
+            if not self._count(operands[0], chain, frame) and isinstance(operands[0], cst.Name):  # ops are
+                self._absorb(operands[0], chain)  # the chain's
+            return True
         if not any(self._array(o) for o in operands):
             for o in operands:  # scalar arithmetic: not an op, but its operands may hide one
                 self._count(o, chain, frame)
@@ -265,6 +269,8 @@ class _Finder:
             last = qual.rsplit(".", 1)[-1] if qual else method or ""
             if last in _REDUCTIONS or last in _GRIDS:
                 return False
+            if qual in api.FACTORIES and _per_sample_vector(node):
+                return False  # `torch.randn((b,), device=d)`: one number per sample (a noise level, a time)
             callee = (dotted(node.func) or "").rsplit(".", 1)[-1].lower()
             if any(w in callee for w in api.LOSS_WORDS):
                 return False  # `criterion(out, y)`, `self.loss_fn(...)`: a 0-dim loss
@@ -297,6 +303,9 @@ class _Finder:
                 value = b.value
                 tuples = [value] if isinstance(value, (cst.Tuple, cst.List)) else None
                 if tuples is None and isinstance(value, cst.Call):
+                    if self._reduction(value):  # `values, indices = torch.min(q, dim=1, keepdim=True)`
+                        out.append(value)
+                        continue
                     helper = self.values.callee(value)
                     if helper is not None and helper.returns and not helper.yields:
                         tuples = helper.returns
@@ -313,6 +322,11 @@ class _Finder:
             else:
                 return None
         return out
+
+    def _reduction(self, call: cst.Call) -> bool:
+        qual = self.model.qualname(call.func)
+        name = qual.rsplit(".", 1)[-1] if qual and qual.startswith("torch.") else None if qual else method_name(call)
+        return name in _REDUCTIONS
 
     def _tensor(self, node: cst.CSTNode) -> bool:
         return self.values.value(node).kind == TENSOR
@@ -371,6 +385,30 @@ def _per_sample_shape(call: cst.Call) -> bool:
         if not (isinstance(value, cst.Integer) and value.value == "1"):
             return False
     return True
+
+
+def _per_sample_vector(call: cst.Call) -> bool:
+    """`torch.randn((b,))`, `torch.rand(x.shape[0], device=d)`, `torch.zeros(batch_size)`: a factory whose
+    one dimension is the batch's size."""
+    sizes = [a.value for a in call.args if a.keyword is None or a.keyword.value == "size"]
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        sizes = [e.value for e in sizes[0].elements]
+    if call.func and (dotted(call.func) or "").endswith(("randint", "full")):
+        return False  # their first arguments are not the size
+    return len(sizes) == 1 and _batch_size(sizes[0])
+
+
+def _batch_size(node: cst.CSTNode) -> bool:
+    """`b`, `bs`, `batch_size`, `self.batch_size`, `x.shape[0]`, `x.size(0)`, `len(x)`."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"
+    if isinstance(node, cst.Call):
+        if method_name(node) == "size":
+            return len(node.args) == 1 and isinstance(node.args[0].value, cst.Integer) and node.args[0].value.value == "0"
+        return dotted(node.func) == "len"
+    name = (dotted(node) or "").rsplit(".", 1)[-1].lower()
+    return name in ("b", "bs", "n_batch", "nbatch") or "batch" in name and "batches" not in name
 
 
 _GRIDS = {"arange", "linspace", "logspace", "meshgrid", "eye", "tril_indices", "triu_indices"}
