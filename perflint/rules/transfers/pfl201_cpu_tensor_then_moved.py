@@ -73,7 +73,7 @@ random factories, whose device generator draws other numbers than the CPU's for 
             factory = model.qualname(origin.func)
             if factory in _ZERO_COPY and not _made_by_numpy(model, values, origin):
                 continue
-            if factory not in api.FACTORIES and factory not in api.FROM_DATA:
+            if factory not in api.FACTORIES and factory not in api.FROM_DATA or _no_elements(factory, origin):
                 continue
             made, moved = steps.at(origin), steps.at(move.call)
             step = made.both(moved)
@@ -91,6 +91,22 @@ random factories, whose device generator draws other numbers than the CPU's for 
                         replacement=replacement, fix_node=fix_node,
                         evidence=(("copied to the device by `{}`", move.call), *move.why[1:2], *made.why[:2]),
                         step=step)
+
+
+_SIZED = {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"}
+
+
+def _no_elements(factory: str, call: cst.Call) -> bool:
+    """`torch.empty(0)`, `torch.zeros((0, d))`: a size with a literal 0 makes no elements; moving it copies
+    nothing (an empty start for a `torch.cat` that grows it)."""
+    if factory not in _SIZED:
+        return False
+    sizes = []
+    for i, arg in enumerate(call.args):
+        if arg.keyword is None and (factory != "torch.full" or i == 0) or arg.keyword and arg.keyword.value == "size":
+            value = arg.value
+            sizes += [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
+    return any(isinstance(v, cst.Integer) and v.evaluated_value == 0 for v in sizes)
 
 
 def _made_by_numpy(model: FileModel, values: Values, origin: cst.Call) -> bool:
