@@ -12,6 +12,7 @@ from operator import attrgetter
 import numpy as np
 
 from perflint.measures import intervals
+from perflint.trace.columns import times
 from perflint.trace.model import DeviceOp, Trace
 from perflint.trace.names import (CLASSES, COLLECTIVE_OPS, COMMUNICATION, COMPUTE, class_of, host_names,
                                   kernel_kind, launch_calls)
@@ -53,7 +54,10 @@ def _build(trace: Trace) -> Work:
     index = {name: k for k, name in enumerate(dict.fromkeys(names))}  # in order of first appearance
     cls = np.fromiter(map(_class_index, names, map(_KIND, ops)), np.int8, n)
     _collective_launches(trace, ops, cls)
-    ts, dur = np.fromiter(map(_TS, ops), float, n), np.fromiter(map(_DUR, ops), float, n)
+    if n == len(trace.device):  # no cuda_sync records: the shared columns are these rows'
+        ts, dur = times(trace, "device")
+    else:
+        ts, dur = np.fromiter(map(_TS, ops), float, n), np.fromiter(map(_DUR, ops), float, n)
     order = np.argsort(ts, kind="stable")
     ts, dur, end = ts[order], dur[order], (ts + dur)[order]
     corr = np.fromiter(map(_CORR, ops), np.int64, n)[order]
