@@ -15,6 +15,7 @@ import numpy as np
 from perflint.measures.budgets import KEYS
 from perflint.measures.events import COLLECTIVE_BACKENDS as _COLLECTIVE_ANNOTATIONS, lookup
 from perflint.measures.metrics import unavailable_in_trace
+from perflint.trace.columns import first_start
 from perflint.trace.bounds import METRIC as SHARE_METRICS, BoundFigures, bound_figures
 from perflint.trace.hostindex import top_level_ops
 from perflint.trace.kernels import KernelFigures, kernel_figures
@@ -29,7 +30,7 @@ from perflint.trace.timeline import TimelineFigures, timeline_figures
 from perflint.trace.transfers import TransferFigures, transfer_figures
 
 METRICS = tuple(k.metric for k in KEYS.values())
-_TS = itemgetter(1)  # HostOp, RuntimeCall and DeviceOp: the start time
+_NAME, _DUR = itemgetter(0), itemgetter(2)
 _GPU_SHARES = ("memory", "compute", "sync")  # shares a CPU-only trace cannot tell
 
 
@@ -83,7 +84,7 @@ def _analyze(trace: Trace, steps: StepRange, label: str | None) -> Figures:
         first, last = parse_range(steps) if isinstance(steps, str) else steps
         trace = select(trace, first, last)
         selection = f"steps {'' if first is None else first}:{'' if last is None else last}"
-    t0 = min((min(map(_TS, group)) for group in (trace.host_ops, trace.runtime, trace.device) if group),
+    t0 = min((first_start(trace, group) for group in ("host_ops", "runtime", "device") if getattr(trace, group)),
              default=0.0)
     kernels = kernel_figures(trace)
     compute_us = next(c.busy_us for c in kernels.classes if c.name == COMPUTE)
@@ -102,10 +103,11 @@ def _analyze(trace: Trace, steps: StepRange, label: str | None) -> Figures:
 
 def _op_table(trace: Trace, top: int = 100) -> list[OpTime]:
     ops = [h for h in trace.host_ops if h.kind == "op"]
-    index: dict[str, int] = {}
-    ids = np.fromiter((index.setdefault(h.name, len(index)) for h in ops), np.int64, len(ops))
+    names = list(map(_NAME, ops))
+    index = {name: k for k, name in enumerate(dict.fromkeys(names))}  # in order of first appearance
+    ids = np.fromiter(map(index.__getitem__, names), np.intp, len(ops))
     counts = np.bincount(ids, minlength=len(index))
-    times = np.bincount(ids, weights=np.fromiter((h.dur for h in ops), float, len(ops)), minlength=len(index))
+    times = np.bincount(ids, weights=np.fromiter(map(_DUR, ops), float, len(ops)), minlength=len(index))
     names = list(index)
     return [OpTime(names[k], int(counts[k]), float(times[k])) for k in np.argsort(-times, kind="stable")[:top]]
 

@@ -25,6 +25,7 @@ from operator import itemgetter
 import numpy as np
 
 from perflint.measures import intervals
+from perflint.trace.columns import first_start, last_end
 from perflint.trace.device_columns import Work, device_work
 from perflint.trace.hostindex import by_thread, enclosing, has_stacks
 from perflint.measures.intervals import Spans
@@ -79,7 +80,7 @@ METRIC = {OVERHEAD: "overhead_share", INPUT: "input_share", MEMORY: "memory_boun
 _COMPUTE_KINDS = {"gemm", "convolution", "attention"}
 _SYNC_SLACK_US = 2.0  # a sync call may return this long before the device timeline shows the GPU idle
 _SOURCES = 3
-_NAME, _TS, _TS_DUR = itemgetter(0), itemgetter(1), itemgetter(1, 2)
+_NAME = itemgetter(0)
 _SOURCE_ROWS = 50  # device rows, gaps or sync calls whose source lines are looked up per window
 
 
@@ -138,10 +139,10 @@ class _Context:
         """First start and last end of any event."""
         ends = [float(t.reach[-1]) for t in by_thread(self.trace).values() if len(t.reach)]
         starts = [float(t.starts[0]) for t in by_thread(self.trace).values() if len(t.starts)]
-        for group in (self.trace.runtime, self.trace.device):
-            if group:
-                starts.append(min(map(_TS, group)))
-                ends.append(max(map(sum, map(_TS_DUR, group))))
+        for group in ("runtime", "device"):
+            if getattr(self.trace, group):
+                starts.append(first_start(self.trace, group))
+                ends.append(last_end(self.trace, group))
         return (min(starts), max(ends)) if starts else (0.0, 0.0)
 
     def bound(self, label: str, lo: float, hi: float, t0: float) -> Bound:

@@ -15,19 +15,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from perflint import toml
 from perflint.measures.budgets import KEYS, OPTIONS, Budget, BudgetError, check, parse_budget, size_unit, spec
 from perflint.trace.analyze import analyze, metrics_of, unavailable
-from perflint.trace.compare import compare, is_relative, saved_figures
 from perflint.trace.load import TraceError, is_trace_file, load_trace
 from perflint.trace.model import Trace
-from perflint.trace.ranks import job_figures
 from perflint.trace.report import RankResult, render, render_comparison
 from perflint.trace.steps import StepError, parse_range, select
 from perflint.usage import Parser, UsageError
 
 PROG = "perflint trace"
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a writer killed by SIGPIPE
+# --budget-file's TOML (perflint.toml), --compare (perflint.trace.compare) and the cross-rank figures
+# (perflint.trace.ranks) are imported where they are used: the common run needs none of them.
 # Budget keys a trace can tell: the metrics, per-op caps and per-step checking (not world_size, timeout,
 # baseline or the scaling keys, which belong to a test run).
 TRACE_KEYS = (*KEYS, "ops", "per_step")
@@ -52,6 +51,8 @@ def _value(text: str) -> Any:
     low = text.strip().lower()
     if low in ("true", "false"):
         return low == "true"
+    from perflint.trace.compare import is_relative
+
     if is_relative(text):  # "+10%", "+0": relative to the --compare baseline
         return text.strip()
     for kind in (int, float):
@@ -63,6 +64,8 @@ def _value(text: str) -> Any:
 
 
 def _read_budget_file(path: str) -> dict[str, Any]:
+    from perflint import toml
+
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -94,6 +97,8 @@ class _Budgets:
             what = "has no meaning for a trace" if spec(unknown[0]) or unknown[0] in OPTIONS else "is unknown"
             raise UsageError(f"unknown budget key {unknown[0]!r}: it {what}; valid keys for a trace: "
                              + ", ".join(TRACE_KEYS))
+        from perflint.trace.compare import is_relative
+
         self.relative = {k: v for k, v in values.items() if is_relative(v)}
         if self.relative and not args.compare:
             k = next(iter(self.relative))
@@ -160,6 +165,8 @@ def _analysed(path: str, budget: Budget, steps) -> tuple[Trace, RankResult]:
 
 def _figures_of(path: str, steps) -> list[dict[str, Any]]:
     """--compare input: a saved JSON report's figures, or the figures of a trace file or folder."""
+    from perflint.trace.compare import saved_figures
+
     saved = saved_figures(path)
     if saved is not None:
         return saved
@@ -171,6 +178,8 @@ def _figures_of(path: str, steps) -> list[dict[str, Any]]:
 
 
 def _compare(args: argparse.Namespace, budgets: _Budgets, steps) -> int:
+    from perflint.trace.compare import compare
+
     if len(args.paths) != 1:
         raise UsageError("--compare takes one baseline (a trace, a folder or a saved JSON report) before it")
     before, after = _figures_of(args.paths[0], steps), _figures_of(args.compare, steps)
@@ -217,7 +226,12 @@ def _main(argv: list[str]) -> int:
                   f"{_problems(result.figures.problems)}", file=sys.stderr)
         results.append(result)
         parts.append((part, result.figures))
-    job = job_figures(parts) if len(parts) > 1 else None
+    if len(parts) > 1:
+        from perflint.trace.ranks import job_figures
+
+        job = job_figures(parts)
+    else:
+        job = None
     if results:
         _print(render(results, job, args.output_format, budgets.units))
     if errors:

@@ -4,14 +4,15 @@ Built once per trace and cached; each question is then a binary search and a sho
 
 from __future__ import annotations
 
-from operator import attrgetter
+from operator import itemgetter
 from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from perflint.trace.columns import times
 from perflint.trace.model import HostOp, Trace
 
-_TS, _DUR, _TID, _KIND = (attrgetter(f) for f in ("ts", "dur", "tid", "kind"))
+_TID, _KIND = itemgetter(3), itemgetter(4)
 
 
 class Thread(NamedTuple):
@@ -32,16 +33,15 @@ class Thread(NamedTuple):
 def by_thread(trace: Trace) -> dict[object, Thread]:
     threads = trace.cache.get("threads")
     if threads is None:
-        threads = trace.cache["threads"] = _threads(trace.host_ops)
+        threads = trace.cache["threads"] = _threads(trace.host_ops, *times(trace, "host_ops"))
     return threads
 
 
-def _threads(host_ops: list[HostOp]) -> dict[object, Thread]:
+def _threads(host_ops: list[HostOp], ts: np.ndarray, dur: np.ndarray) -> dict[object, Thread]:
     n = len(host_ops)
     tid = list(map(_TID, host_ops))
     tids = {t: k for k, t in enumerate(dict.fromkeys(tid))}
     tid_ids = np.fromiter(map(tids.__getitem__, tid), np.intp, n)
-    ts, dur = np.fromiter(map(_TS, host_ops), float, n), np.fromiter(map(_DUR, host_ops), float, n)
     order = np.argsort(ts, kind="stable")  # linear: Kineto writes events nearly in start order
     if np.any(ts[order[1:]] == ts[order[:-1]]):  # equal starts: the longer event is the parent
         order = np.lexsort((-dur, ts))
@@ -51,7 +51,7 @@ def _threads(host_ops: list[HostOp]) -> dict[object, Thread]:
     threads = {}
     for t, k in tids.items():
         rows = order[bounds[k]:bounds[k + 1]]
-        threads[t] = Thread([host_ops[i] for i in rows.tolist()], ts[rows], ends[rows],
+        threads[t] = Thread(list(map(host_ops.__getitem__, rows.tolist())), ts[rows], ends[rows],
                             np.maximum.accumulate(ends[rows]), is_op[rows])
     return threads
 

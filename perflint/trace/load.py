@@ -16,9 +16,7 @@ import gc
 import gzip
 import io
 import os
-import queue
 import re
-import threading
 import zlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
@@ -129,52 +127,11 @@ def _from_typed(f: io.BufferedReader, gzipped: bool, path: str) -> Trace | None:
     meta: dict[str, Any] = {}
     try:
         chunks = _text_chunks(f, gzipped)
-        with contextlib.closing(_in_thread(chunks) if gzipped and _isal is not None else chunks) as text:
-            trace = _normalize_typed(msgspec_reader.pieces(text, meta), path)
+        trace = _normalize_typed(msgspec_reader.pieces(chunks, meta), path)
     except msgspec_reader.Misfit:
         return None
     _apply_metadata(trace, meta)
     return trace
-
-
-_END = object()
-
-
-def _in_thread(chunks: Iterator[bytes], depth: int = 32) -> Iterator[bytes]:
-    """The chunks, produced by a worker thread: ISA-L inflates without holding the GIL, so the next
-    chunks are inflated on another core while this thread decodes. Errors are raised here; closing
-    this generator stops the worker."""
-    handoff: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                handoff.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                pass
-        return False
-
-    def work() -> None:
-        try:
-            for chunk in chunks:
-                if not put(chunk):
-                    return
-            put(_END)
-        except BaseException as exc:  # noqa: BLE001 - handed to the reading thread, which raises it
-            put(exc)
-
-    worker = threading.Thread(target=work, name="perflint-inflate", daemon=True)
-    worker.start()
-    try:
-        while (item := handoff.get()) is not _END:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        worker.join()
 
 
 def _text_chunks(f: io.BufferedReader, gzipped: bool) -> Iterator[bytes]:
@@ -437,8 +394,7 @@ def _normalize_typed(pieces: Iterable[list], path: str) -> Trace:
                         and e.args.device_type == 1:
                     peak = _peak(peak, e.args.total_allocated)
                 continue
-            cat = e.cat
-            group = groups.get(cat)
+            group = groups.get(e.cat)
             if group is None:
                 continue
             ts, dur, name, tid = e.ts, e.dur, e.name, e.tid
@@ -449,25 +405,25 @@ def _normalize_typed(pieces: Iterable[list], path: str) -> Trace:
                     continue
             name = intern(name, name)
             args = e.args or no_args
-            kind = group[1]
-            if group[0] == 0:  # host
+            where, kind, old = group
+            if where == 0:  # host
                 if kind == "op" and name.startswith("ProfilerStep"):
                     kind = "annotation"
                 stack = args.stack
-                inputs = None if args.dims is None and args.flops is None else _inputs(
-                    args.dims, args.types, args.flops, args.concrete)
-                add_host(new(HostOp, (name, ts, dur, tid, kind, stack if type(stack) is str else None, inputs)))
-            elif group[0] == 1:  # runtime
+                add_host(new(HostOp, (name, ts, dur, tid, kind, stack if type(stack) is str else None,
+                                      None if args.dims is None and args.flops is None else _inputs(
+                                          args.dims, args.types, args.flops, args.concrete))))
+            elif where == 1:  # runtime
                 add_runtime(new(RuntimeCall, (name, ts, dur, tid, args.correlation)))
             else:
-                nbytes = args.bytes if kind == "memcpy" or kind == "memset" else 0
-                comm = (_comm_info(args.collective, args.in_nelems, args.dtype, args.group_size)
-                        if kind == "kernel" and name.startswith(("nccl", "rccl")) else None)
                 stream = args.stream
                 if type(stream) is not int:
                     stream = _stream_of(stream, tid)
-                add_device(new(DeviceOp, (name, ts, dur, stream, args.correlation, kind, nbytes, comm)))
-            if group[2]:
+                add_device(new(DeviceOp, (name, ts, dur, stream, args.correlation, kind,
+                                          args.bytes if kind == "memcpy" or kind == "memset" else 0,
+                                          _comm_info(args.collective, args.in_nelems, args.dtype, args.group_size)
+                                          if kind == "kernel" and name.startswith(("nccl", "rccl")) else None)))
+            if old:
                 legacy = True
     return _finish(trace, peak, legacy)
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
+from typing import TYPE_CHECKING, Any
 
 from perflint.measures.budgets import KEYS, Verdict
 from perflint.measures.github import annotation
 from perflint.measures.metrics import format_value
 from perflint.trace.analyze import Figures
 from perflint.trace.bounds import LABELS, REGIMES, Bound
-from perflint.trace.compare import Comparison
-from perflint.trace.ranks import JobFigures
 from perflint.trace.roofline import RooflineRow
+
+if TYPE_CHECKING:  # imported when used: a single-file run without --compare needs neither module
+    from perflint.trace.compare import Comparison
+    from perflint.trace.ranks import JobFigures
 
 _UNIT = {k.metric: k.unit for k in KEYS.values()}
 _MAX_ROWS = 10

@@ -118,7 +118,7 @@ class LoaderBatches:
     def __init__(self, trace: Trace):
         names = {n for n in host_names(trace) if LOADER.search(n)}
         self.ends: dict[object, list[float]] = defaultdict(list)
-        for h in trace.host_ops:
+        for h in trace.host_ops if names else ():  # most traces have no loader spans: skip the pass
             if h.name in names:
                 self.ends[h.tid].append(h.ts + h.dur)
         self.launches: dict[object, list[float]] = defaultdict(list)
