@@ -17,10 +17,11 @@ FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range", "linspace",
     "logspace", "eye", "empty_strided", "tril_indices", "triu_indices", "normal", "bartlett_window",
     "blackman_window", "hamming_window", "hann_window", "kaiser_window"))
-# Constructors that copy host data (a list, a number, an array) into a new host tensor.
+# Constructors of a host tensor from host data (a list, a number, an array, a file, a buffer).
 FROM_DATA = frozenset({"torch.tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.IntTensor",
                        "torch.BoolTensor", "torch.DoubleTensor", "torch.HalfTensor", "torch.ByteTensor",
-                       "torch.as_tensor", "torch.from_numpy", "torch.asarray"})
+                       "torch.as_tensor", "torch.from_numpy", "torch.asarray", "torch.from_file",
+                       "torch.frombuffer"})
 # Device generators differ from the CPU one: with `device=` a seeded run draws different numbers.
 RANDOM_FACTORIES = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal"))
 # `torch.zeros_like(x)`: on x's device.

@@ -2,7 +2,7 @@ import libcst as cst
 
 from perflint.edits import with_keyword
 from perflint.model import torchapi as api
-from perflint.model.names import one_line
+from perflint.model.names import is_false, keyword, one_line
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
 from perflint.model.values import NDARRAY, ON_HOST, TENSOR, Values
@@ -13,7 +13,7 @@ from perflint.rules.transfers.moves import moves_to_device
 # then `.to(device)` is a tensor made on the host; any other array (an environment's observation, a
 # loaded file) has to cross, and `from_numpy` shares its memory without a host copy.
 _NUMPY_MAKERS = ("random.", "arange", "linspace", "zeros", "ones", "full", "eye", "empty")
-_ZERO_COPY = {"torch.from_numpy", "torch.as_tensor", "torch.asarray"}
+_ZERO_COPY = {"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.from_file", "torch.frombuffer"}
 
 
 class CpuTensorThenMoved(Rule):
@@ -73,7 +73,8 @@ random factories, whose device generator draws other numbers than the CPU's for 
             factory = model.qualname(origin.func)
             if factory in _ZERO_COPY and not _made_by_numpy(model, values, origin):
                 continue
-            if factory not in api.FACTORIES and factory not in api.FROM_DATA or _no_elements(factory, origin):
+            if factory not in api.FACTORIES and factory not in api.FROM_DATA or _no_elements(factory, origin) \
+                    or _pinned(origin):
                 continue
             made, moved = steps.at(origin), steps.at(move.call)
             step = made.both(moved)
@@ -91,6 +92,13 @@ random factories, whose device generator draws other numbers than the CPU's for 
                         replacement=replacement, fix_node=fix_node,
                         evidence=(("copied to the device by `{}`", move.call), *move.why[1:2], *made.why[:2]),
                         step=step)
+
+
+def _pinned(factory: cst.Call) -> bool:
+    """`torch.empty(n, pin_memory=True)`: a staging buffer in page-locked host memory, made there on purpose
+    so that copies from it to the device run asynchronously."""
+    arg = keyword(factory, "pin_memory")
+    return arg is not None and not is_false(arg.value)
 
 
 _SIZED = {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"}

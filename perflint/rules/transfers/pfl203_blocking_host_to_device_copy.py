@@ -1,7 +1,7 @@
 import libcst as cst
 
 from perflint.edits import with_keyword
-from perflint.model.names import is_true, keyword, one_line
+from perflint.model.names import is_false, is_true, keyword, one_line
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
 from perflint.model.values import ON_HOST, TENSOR, Values
@@ -89,7 +89,7 @@ def _pins_memory(model: FileModel, values: Values, loader: cst.CSTNode) -> bool:
             for d in _dicts(model, values, a.value):
                 for element in d.elements:
                     if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
-                            and element.key.evaluated_value == "pin_memory" and not is_false_value(element.value):
+                            and element.key.evaluated_value == "pin_memory" and not is_false(element.value):
                         return True
     return False
 
@@ -114,7 +114,3 @@ def _dicts(model: FileModel, values: Values, expr: cst.CSTNode) -> list[cst.Dict
                         and update.args:
                     stack.append(update.args[0].value)
     return out
-
-
-def is_false_value(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Name) and node.value in ("False", "None")
