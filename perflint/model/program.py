@@ -176,6 +176,23 @@ def _gate(test: cst.BaseExpression, counters: set[str] = frozenset()) -> bool:
     return False
 
 
+def _fresh_state(test: cst.BaseExpression) -> bool:
+    subject = None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        subject = test.expression
+    elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if isinstance(op, cst.NotIn):
+            subject = right
+        elif isinstance(op, cst.Equal) and isinstance(right, cst.Integer) and right.value == "0" \
+                and isinstance(test.left, cst.Call) and dotted(test.left.func) == "len" and test.left.args:
+            subject = test.left.args[0].value
+    if isinstance(subject, cst.Subscript):
+        subject = subject.value
+    name = (dotted(subject) or "").rsplit(".", 1)[-1] if subject is not None else ""
+    return name == "state" or name.endswith("_state")
+
+
 # A flag that says this step is one of the few that log, evaluate or save: `if should_log:`,
 # `if not self.metrics.should_log(step):`, `if do_eval:`, `if log_this_step:`.
 _PERIODIC = re.compile(r"^(?:should|do|is|need|time)_?(?:to_?)?(?:log|print|eval|evaluate|validate|val|save|"
@@ -221,8 +238,11 @@ def _guard(statement: cst.CSTNode) -> bool:
 
 def _caches(node: cst.If) -> bool:
     """`if self.mask is None or self.mask.size(0) != n: self.mask = make(n)`: a value computed once and kept
-    (again only when it must change), not on every call."""
+    (again only when it must change), not on every call. Also an optimizer's per-parameter state, made
+    lazily on its first step (`if not state:`, `if len(state) == 0:`, `if "exp_avg" not in state:`)."""
     test = node.test
+    if _fresh_state(test):
+        return True
     names = set()
     stack = [test]
     while stack:

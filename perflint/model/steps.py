@@ -27,6 +27,7 @@ from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, 
 STEP, OUTER, SMALL, NEUTRAL, COLD = "step", "outer", "small", "neutral", "cold"
 _SMALL_RANGE = 16  # `for i in range(k)` with a literal k at most this is a few fixed iterations
 _STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "forward", "__call__"}
+_CACHING = {"lru_cache", "cache", "cached_property"}
 _WRAPPERS = {"enumerate", "tqdm", "iter", "zip", "trange", "track", "progress_bar", "reversed", "islice",
              "chain", "cycle", "prefetch", "Prefetcher", "PrefetchLoader", "MetricLogger.log_every", "log_every"}
 
@@ -169,6 +170,9 @@ class Steps:
     def _function(self, info: FunctionInfo) -> Step:
         if info.name.startswith("test_"):
             return NOT_PER_STEP
+        cached = next((d for d in info.decorators if d.rsplit(".", 1)[-1] in _CACHING), None)
+        if cached is not None:  # runs again only for arguments it has not seen
+            return Step(False, ((f"computed once per argument and kept: `@{cached}`", info.node.name),))
         if info.cls is not None and info.name in _STEP_HOOKS and self.values.is_module_class(info.cls):
             return Step(True, ((f"runs every step: `{info.cls.name}.{info.name}`", info.node.name),))
         if info.cls is not None and info.name == "step" and any(
