@@ -90,18 +90,21 @@ def _where(model: FileModel, call: cst.Call) -> tuple[str, str, int, int]:
     return function.qualname if function is not None else "", callee, nargs, nth
 
 
-def _instances(model: FileModel, classes: set[str]) -> set[str]:
+def _instances(model: FileModel, classes: set[str]) -> dict[str, str]:
     """Names and `self.` attributes assigned an object of one of these imported classes (`Mixup(...)`,
-    also moved: `Net().to(device)`)."""
+    also moved: `Net().to(device)`), with the class (the first one assigned, where several are)."""
     if not classes:
-        return set()
-    out = set()
+        return {}
+    out: dict[str, str] = {}
     for assign in model.nodes(cst.Assign):
         value = assign.value
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             value = value.func.value  # `Net(...).to(device).eval()`
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in classes:
-            out.update(d for t in assign.targets if (d := dotted(t.target)) is not None)
+            for target in assign.targets:
+                name = dotted(target.target)
+                if name is not None:
+                    out.setdefault(name, value.func.value)
     return out
 
 
@@ -127,7 +130,8 @@ def line_of(text: str, where: tuple[str, str, int, int]) -> int | None:
     return calls[nth].lineno if nth < len(calls) else None
 
 
-def _target(model: FileModel, values: Values, call: cst.Call, imported: dict, instances: set[str]) -> tuple | None:
+def _target(model: FileModel, values: Values, call: cst.Call, imported: dict,
+            instances: dict[str, str]) -> tuple | None:
     """(level, module, name, member) of what a call runs when it comes from an import of the run."""
     func = call.func
     head = func
@@ -151,10 +155,10 @@ def _target(model: FileModel, values: Values, call: cst.Call, imported: dict, in
     origin = values.value(receiver).origin
     while isinstance(origin, cst.Call) and isinstance(origin.func, cst.Attribute):
         origin = origin.func.value
-    if isinstance(origin, cst.Call) and isinstance(origin.func, cst.Name) and origin.func.value in imported:
-        level, module, class_name = imported[origin.func.value]
-        return level, module, class_name, ("__call__" if receiver is func else func.attr.value,)
-    return None
+    made_by = origin.func.value if isinstance(origin, cst.Call) and isinstance(origin.func, cst.Name) \
+        and origin.func.value in imported else instances[dotted(receiver)]
+    level, module, class_name = imported[made_by]
+    return level, module, class_name, ("__call__" if receiver is func else func.attr.value,)
 
 
 def _rebound(model: FileModel, name: str) -> bool:

@@ -1020,7 +1020,7 @@ class Values:
                     return Value(LOADER, why=(("`{}`", call),), loader=call)
                 if last.endswith(("Dataset", "Sampler", "Transform", "Compose", "Writer", "Config")):
                     return OTHER_VALUE
-                if qual.startswith(("torchvision.models.", "timm.models.")) or head in ("torchvision", "timm"):
+                if qual.startswith(_MODEL_PACKAGES) or qual.count(".") == 1 and head in ("torchvision", "timm"):
                     return Value(MODULE, ON_HOST, (("built by `{}`", call),), origin=call)
             if qual.startswith(api.TENSOR_NAMESPACES):
                 return self.torch_op(qual, call)
@@ -1199,6 +1199,10 @@ def _dtype_argument(model: FileModel, call: cst.Call) -> bool:
     """A method call given a torch dtype (`x.cumsum(1, dtype=torch.float32)`, `x.to(torch.half)`)."""
     return any(model.qualname(a.value) in api.DTYPES for a in call.args
                if isinstance(a.value, cst.Attribute))
+
+
+# Where torchvision and timm keep their modules: `timm.data.Mixup`, `torchvision.transforms.*` are not.
+_MODEL_PACKAGES = ("torchvision.models.", "torchvision.ops.", "timm.models.", "timm.layers.", "timm.loss.")
 
 
 def _constructs(node: cst.CSTNode) -> bool:
