@@ -491,6 +491,72 @@ def test_an_empty_tensor_moved_to_the_device_copies_nothing():
     assert [c for c in codes({"multicrop.py": src}) if c[1] == "PFL201"] == [(6, "PFL201")]
 
 
+def test_a_pinned_staging_buffer_and_a_file_header_stay_on_the_host_by_design():
+    # A data loader of a speed-run: each shard's header is read with torch.from_file (host memory, so int()
+    # waits for nothing) and its tokens into a pinned buffer, from which each step copies a slice
+    # asynchronously. The pinned buffer is meant to be on the host: no PFL201, no sync.
+    src = """
+        import torch
+        def load_shard(file):
+            header = torch.from_file(str(file), False, 256, dtype=torch.int32)
+            n = int(header[2])
+            tokens = torch.empty(n, dtype=torch.uint16, pin_memory=True)
+            with open(file, "rb") as f:
+                f.readinto(tokens.numpy())
+            return tokens
+        def batches(files, batch_size):
+            for file in files:
+                tokens = load_shard(file)
+                for pos in range(0, len(tokens) - batch_size, batch_size):
+                    buf = tokens[pos:pos + batch_size + 1]
+                    yield buf[:-1].to("cuda", non_blocking=True), buf[1:].to("cuda", non_blocking=True)
+        for x, y in batches(files, 4096):
+            loss = model(x, y)
+            loss.backward()
+            opt.step()
+    """
+    assert [c for c in codes({"speedrun.py": src}) if c[1] in ("PFL104", "PFL201")] == []
+
+
+def test_an_optimizers_lazy_state_and_a_cached_helper_are_not_per_step():
+    # The preconditioner is made when a parameter's state is first created, and the mask is rebuilt only
+    # for a window size the cache has not seen: neither runs every step.
+    src = """
+        import functools
+        import torch
+        def init_precond(grad):
+            scale = grad.abs().pow(4).mean().pow(-1 / 8).item()
+            return torch.eye(grad.shape[0], device=grad.device) * scale
+        @functools.lru_cache(1)
+        def window_mask(size):
+            return torch.tensor([size], pin_memory=True).cuda(non_blocking=True).float().item()
+        class Precond(torch.optim.Optimizer):
+            def step(self):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        state = self.state[p]
+                        if not state:
+                            state["Q"] = init_precond(p.grad)
+                        p.add_(state["Q"] @ p.grad, alpha=-group["lr"] * window_mask(128))
+    """
+    assert [c for c in codes({"precond.py": src}) if c[1].startswith("PFL1")] == []
+
+
+def test_a_batch_mixer_of_timm_is_not_a_model_to_compile():
+    src = """
+        import torch
+        from timm.data.mixup import Mixup
+        from timm.models import create_model
+        from engine import train_one_epoch
+        model = create_model("resnet50").to("cuda")
+        mixup_fn = Mixup(mixup_alpha=0.8, num_classes=1000)
+        for epoch in range(300):
+            train_one_epoch(model, criterion, loader, optimizer, "cuda", epoch, mixup_fn)
+    """
+    found = [f for f in run({"finetune.py": src}) if f.code == "PFL401"]
+    assert [f.line for f in found] == [6]  # the model, not the mixer
+
+
 def test_a_loader_configured_through_kwargs_is_known_to_pin_memory():
     src = """
         import torch
