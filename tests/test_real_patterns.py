@@ -557,6 +557,58 @@ def test_a_batch_mixer_of_timm_is_not_a_model_to_compile():
     assert [f.line for f in found] == [6]  # the model, not the mixer
 
 
+def test_a_gan_step_with_lazy_regularisation_and_a_cpu_fallback():
+    # StyleGAN-style training: the R1 penalty differentiates through the discriminator twice (torch.compile
+    # cannot), runs every 16 steps through a flag set from a modulo test, and reads its value there; the
+    # activation has a CPU fallback chain that a CUDA run never takes.
+    src = """
+        import torch
+        import torch.nn.functional as F
+        def leaky(x, bias, scale=2 ** 0.5):
+            if x.device.type == "cpu":
+                return F.leaky_relu(x + bias.view(1, -1, 1, 1), 0.2) * scale - x * 0.1
+            return fused_act(x, bias, scale)
+        class Disc(torch.nn.Module):
+            def forward(self, x):
+                return self.head(leaky(self.conv(x), self.bias))
+        disc, gen = Disc().cuda(), Gen().cuda()
+        for i, real in enumerate(loader):
+            real = real.cuda(non_blocking=True)
+            loss = F.softplus(disc(gen(z))).mean() + F.softplus(-disc(real)).mean()
+            loss.backward()
+            d_optim.step()
+            regularize = i % 16 == 0
+            if regularize:
+                real.requires_grad = True
+                grad, = torch.autograd.grad(disc(real).sum(), real, create_graph=True)
+                r1 = grad.pow(2).flatten(1).sum(1).mean()
+                (10 / 2 * r1 * 16).backward()
+                d_optim.step()
+                print(r1.item())
+    """
+    found = codes({"gan.py": src})
+    assert not [c for c in found if c[1] in ("PFL301", "PFL401", "PFL101")], found
+
+
+def test_data_parallel_on_one_device_or_as_the_fallback_of_ddp_is_left_alone():
+    src = """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        def build(model, args, gpu_ids=[0]):
+            if args.distributed:
+                return DDP(model.cuda(), device_ids=[args.gpu])
+            return torch.nn.DataParallel(model).cuda()
+        class Metric:
+            def initialize(self, net, gpu_ids=[0]):
+                self.net = torch.nn.DataParallel(net.to(gpu_ids[0]), device_ids=gpu_ids)
+        for x, y in loader:
+            criterion(model(x.cuda()), y.cuda()).backward()
+    """
+    one = src.replace("from torch.nn.parallel import DistributedDataParallel as DDP", "DDP = None")
+    assert [c for c in codes({"train.py": src}) if c[1] == "PFL701"] == []
+    assert [c for c in codes({"train.py": one}) if c[1] == "PFL701"] == [(7, "PFL701")]  # no DDP here
+
+
 def test_a_loader_configured_through_kwargs_is_known_to_pin_memory():
     src = """
         import torch

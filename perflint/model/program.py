@@ -796,8 +796,13 @@ class Walker:
         self.walk(node.test)
         loop = model.frame.loop
         counters = target_names(loop.node.target) if loop is not None and isinstance(loop.node, cst.For) else set()
-        gated = loop is not None and _gate(node.test, counters) or _periodic(node.test) \
-            and not (isinstance(node.test, cst.UnaryOperation) and isinstance(node.test.operator, cst.Not))
+        test = node.test
+        if loop is not None and isinstance(test, cst.Name):  # `regularize = i % k == 0` ... `if regularize:`
+            bound = [b for b in model.frame.scope.bindings.get(test.value, ()) if b.how == "assign" and not b.path]
+            if bound and loop.encloses(bound[-1].frame):
+                test = bound[-1].value
+        gated = loop is not None and _gate(test, counters) or _periodic(test) \
+            and not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not))
         kind = "gate" if gated else "once" if _caches(node) else "branch"
         body = Frame(kind, node, model.frame)
         body.condition = (node.test, True)

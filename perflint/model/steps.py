@@ -73,6 +73,7 @@ class Steps:
         self._calls_in: dict[Frame, list[cst.Call]] | None = None
         self._step_work: dict[FunctionInfo, tuple | None] = {}
         self._has_step_loop: dict[FunctionInfo, tuple | None] = {}
+        self.once_per_loop: dict[Frame, bool] = {}
 
     @staticmethod
     def of(model: FileModel) -> "Steps":
@@ -96,6 +97,8 @@ class Steps:
                 return Step(False, (("not with the defaults: `{}`", f.condition[0]),))
             if kind == "once":
                 return Step(False, (("computed once and kept: `{}`", f.node.test),))
+            if f.condition is not None and _cpu_only(*f.condition):
+                return Step(False, (("only where the tensors are on the CPU: `{}`", f.condition[0]),))
             if kind == "gate" and gate is None and not (_every_k(f) and self.gate_does_step_work(f)) \
                     or kind == "branch" and gate is None and self._once_per_loop(f):
                 gate = f
@@ -128,16 +131,19 @@ class Steps:
     def _once_per_loop(self, branch: Frame) -> bool:
         """`if t == 0:` in a function whose `t` is the counter of the loops that call it (`for t in
         reversed(range(T)): x = self.p_sample(x, t)`): once per loop, as the same test inside the loop is."""
-        if branch.condition is None or not branch.condition[1]:
+        found = self.once_per_loop.get(branch)
+        if found is None:
+            found = self.once_per_loop[branch] = branch.condition is not None and branch.condition[1] \
+                and any(self._counter_test(test) for test in _conjuncts(branch.condition[0]))
+        return found
+
+    def _counter_test(self, test: cst.BaseExpression) -> bool:
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                and isinstance(test.comparisons[0].operator, cst.Equal)):
             return False
-        for test in _conjuncts(branch.condition[0]):
-            if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
-                    and isinstance(test.comparisons[0].operator, cst.Equal):
-                sides = (test.left, test.comparisons[0].comparator)
-                if any(isinstance(side, cst.Integer) for side in sides) \
-                        and any(isinstance(side, cst.Name) and self._counter_param(side) for side in sides):
-                    return True
-        return False
+        sides = (test.left, test.comparisons[0].comparator)
+        return any(isinstance(side, cst.Integer) for side in sides) \
+            and any(isinstance(side, cst.Name) and self._counter_param(side) for side in sides)
 
     def _counter_param(self, name: cst.Name) -> bool:
         """A parameter for which every call site of the file passes the target of a `for` loop."""
@@ -506,8 +512,32 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [test]
 
 
+
+
+def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:
+    """The branch a CUDA run never takes: `if x.device.type == "cpu":` (a fallback of a fused CUDA op), the
+    else of `if x.is_cuda:`."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, holds = test.expression, not holds
+    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+        return not holds
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        left = test.left
+        if isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Attribute) \
+                and left.value.attr.value == "device" and isinstance(right, cst.SimpleString):
+            cpu = right.evaluated_value == "cpu"
+            if isinstance(op, cst.Equal):
+                return holds == cpu
+            if isinstance(op, cst.NotEqual):
+                return holds != cpu
+    return False
+
+
 def _every_k(gate: Frame) -> bool:
-    """`if step % k == 0:` (every k-th iteration), as opposed to `if i == 0:` (once)."""
+    """`if step % k == 0:` (every k-th iteration), as opposed to `if i == 0:` (once). A flag set from such a
+    test (`regularize = i % k == 0` ... `if regularize:`) is a gate too, but an extra update every k steps
+    beside the loop's own step (a lazy regularisation), not the loop's step."""
     return any(isinstance(n.operator, cst.Modulo) for n in _nodes(gate.node.test, cst.BinaryOperation))
 
 

@@ -1,7 +1,7 @@
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import dotted, method_name
+from perflint.model.names import dotted, is_false, keyword, method_name
 from perflint.model.program import FileModel
 from perflint.model.steps import Step, Steps
 from perflint.model.values import MODULE, ON_DEVICE, Values
@@ -56,13 +56,15 @@ the option exists, and whether it is on is the user's call. Quiet for lone layer
 losses, for models run a few fixed times (`for _ in range(3)`), for models that stay on the CPU (a
 tutorial's toy; compile pays off on accelerators first), and in test files. Compiling costs seconds
 to minutes up front and some models graph-break: the finding is advice (severity info), not an error.
+Quiet in a file that differentiates twice (`torch.autograd.grad(..., create_graph=True)`: a gradient
+penalty such as R1 or WGAN-GP), which torch.compile does not support.
 The pair uses Inductor, which compiles C++ on its first run (about 10-15 s with a cold cache, about 1 s
 warm): the eager backend does not fuse, so it would prove nothing.
 """
 
     def finish(self, model: FileModel) -> None:
         facts = model.facts
-        if facts.compiles:
+        if facts.compiles or _double_backward(model):
             return
         values, steps = Values.of(model), Steps.of(model)
         compiled = set()  # models this file compiles: `torch.compile(Net())`, `model.compile()`
@@ -121,6 +123,18 @@ warm): the eager backend does not fuse, so it would prove nothing.
                 or _inside_a_module(model, values, v.origin):
             return None
         return v.origin
+
+
+def _double_backward(model: FileModel) -> bool:
+    """A gradient penalty (`torch.autograd.grad(..., create_graph=True)`, `.backward(create_graph=True)`: R1,
+    path length, WGAN-GP) differentiates through the models twice, which torch.compile does not support."""
+    for call in model.calls:
+        arg = keyword(call, "create_graph")
+        if arg is not None and not is_false(arg.value) and (
+                model.qualname(call.func) in ("torch.autograd.grad", "torch.autograd.backward")
+                or method_name(call) == "backward"):
+            return True
+    return False
 
 
 def _inside_a_module(model: FileModel, values: Values, origin: cst.CSTNode) -> bool:

@@ -1,9 +1,12 @@
 import libcst as cst
 
+from perflint.model.names import keyword, positional
 from perflint.model.program import FileModel
+from perflint.model.values import Values
 
 from perflint.rule import Rule
 from perflint.rules.common import WholeFile
+from perflint.rules.distributed.ddp import is_ddp
 
 _DATA_PARALLEL = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel",
                   "torch.nn.parallel.data_parallel.DataParallel", "torch.nn.parallel.data_parallel.data_parallel"}
@@ -45,8 +48,10 @@ model = DistributedDataParallel(model.cuda(local_rank), device_ids=[local_rank])
     known_problems = """
 It cannot see how many GPUs the program uses: with one GPU, or none, `DataParallel` just calls the
 module and costs nothing (its reference pair runs that way on the CPU, so the count is not compared).
-Quiet in files that never call `.backward()`: for evaluation or inference on several GPUs the
-alternative is one process per GPU, not DDP's gradient sync, and the replication costs little. The
+Quiet where the file also builds `DistributedDataParallel` (DataParallel is then the fallback of a run
+without a process group), for a single device (`device_ids=[0]`, also as a parameter's default), and
+in files that never call `.backward()`: for evaluation or inference on several GPUs the alternative is
+one process per GPU, not DDP's gradient sync, and the replication costs little. The
 cost of the per-step copies is measured on machines with several GPUs; perflint's own pairs run on
 one device, so the rule's effect is documented rather than re-measured.
 """
@@ -54,7 +59,22 @@ one device, so the rule's effect is documented rather than re-measured.
     def finish(self, model: FileModel) -> None:
         if WholeFile.of(model).backward is None:
             return  # evaluation or inference only: DataParallel's replication costs little there, DDP is no fix
+        if any(is_ddp(model, call) for call in model.calls):
+            return  # the program offers DDP: DataParallel is its fallback for a run without a process group
         for call in model.calls:
             qual = model.call_name(call)
-            if qual in _DATA_PARALLEL:
+            if qual in _DATA_PARALLEL and not _one_device(model, call):
                 self.report(model, call, self.message.format(func=qual.rsplit(".", 1)[1]))
+
+
+def _one_device(model: FileModel, call: cst.Call) -> bool:
+    """`DataParallel(model, device_ids=[0])`, or `device_ids=gpu_ids` of a parameter whose default is
+    `[0]`: one device, nothing replicated or scattered."""
+    arg = keyword(call, "device_ids") or positional(call, 1)
+    if arg is None:
+        return False
+    value = arg.value
+    reaching = Values.of(model).reaching_bindings(value) or []
+    if len(reaching) == 1 and reaching[0].how == "param" and reaching[0].target.default is not None:
+        value = reaching[0].target.default  # `def initialize(self, gpu_ids=[0])`: its default
+    return isinstance(value, (cst.List, cst.Tuple)) and len(value.elements) == 1

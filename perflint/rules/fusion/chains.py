@@ -221,6 +221,8 @@ class _Finder:
             if qual in ("torch.tensor", "torch.as_tensor") and node.args \
                     and isinstance(node.args[0].value, (cst.List, cst.Tuple, cst.Integer, cst.Float)):
                 return False  # a constant of a few elements
+            if _a_loss(node):
+                return False  # `F.mse_loss(a, b)`, `criterion(out, y)`: 0-dim with the default reduction
         if isinstance(node, cst.Name) and depth < 3:
             sources = self.values.sources(node)
             if sources:
@@ -271,8 +273,7 @@ class _Finder:
                 return False
             if qual in api.FACTORIES and _per_sample_vector(node):
                 return False  # `torch.randn((b,), device=d)`: one number per sample (a noise level, a time)
-            callee = (dotted(node.func) or "").rsplit(".", 1)[-1].lower()
-            if any(w in callee for w in api.LOSS_WORDS):
+            if _a_loss(node):
                 return False  # `criterion(out, y)`, `self.loss_fn(...)`: a 0-dim loss
             if method in ("view", "reshape") and _per_sample_shape(node):
                 return False  # `out.reshape(b, *((1,) * (x.ndim - 1)))`: one number per sample
@@ -385,6 +386,16 @@ def _per_sample_shape(call: cst.Call) -> bool:
         if not (isinstance(value, cst.Integer) and value.value == "1"):
             return False
     return True
+
+
+def _a_loss(call: cst.Call) -> bool:
+    """A call of a loss (`F.mse_loss`, `criterion`, `self.loss_fn`) that reduces to one number (not
+    `reduction="none"`)."""
+    callee = (dotted(call.func) or "").rsplit(".", 1)[-1].lower()
+    if not any(w in callee for w in api.LOSS_WORDS):
+        return False
+    reduction = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "reduction"), None)
+    return not (isinstance(reduction, cst.SimpleString) and reduction.evaluated_value == "none")
 
 
 def _per_sample_vector(call: cst.Call) -> bool:
