@@ -28,6 +28,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+# An independent blind review of random findings that our labels judged: how far another seasoned reviewer agrees.
+SECOND_OPINION = HERE / "second_opinion.jsonl"
 sys.path.insert(0, str(ROOT))
 
 from perflint.config import Config  # noqa: E402
@@ -108,6 +110,17 @@ def lint(root: Path, select: list[str] | None) -> list:
     return findings
 
 
+def _second_opinion(findings: list[dict]) -> list[tuple[str, str]]:
+    """(our verdict, the second reviewer's) for each finding of this run that both judged."""
+    if not SECOND_OPINION.exists():
+        return []
+    theirs = {(r["repo"], r["path"], r["line"], r["code"]): r["verdict"]
+              for r in map(json.loads, SECOND_OPINION.read_text().splitlines()) if r}
+    pairs = {key: (f["verdict"], theirs[key]) for f in findings
+             if f["verdict"] and (key := (f["repo"], f["path"], f["line"], f["code"])) in theirs}
+    return list(pairs.values())
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--mirror", type=Path, required=True, help="folder with one git repository per corpus entry")
@@ -174,6 +187,13 @@ def main() -> int:
     if judged:
         print(f"default rules: {total['findings']} findings, {total['right']} right, {total['wrong']} wrong, "
               f"{total['unlabelled']} unlabelled: precision {100 * total['right'] / judged:.1f}%")
+    second = _second_opinion(everything)
+    if second:
+        agree = sum(ours == theirs for ours, theirs in second)
+        right = sum(theirs == "right" for _, theirs in second)
+        print(f"second opinion ({SECOND_OPINION.name}, a blind review of random labelled findings): {len(second)} still "
+              f"reported; it agrees with our verdict on {agree} ({100 * agree / len(second):.0f}%) and calls "
+              f"{right} right ({100 * right / len(second):.0f}%)")
     print(f"\n{'family':14} {'instances':>9} {'found':>6} {'recall':>7}")
     for family in FAMILIES:
         r = recall[family]
