@@ -311,6 +311,7 @@ def test_a_branch_for_one_time_step_of_the_sampling_loop_is_not_per_step():
                     pred = (mask * gt) + ((1 - mask) * pred)
                 return pred
             def forward(self, x, gt, mask):
+                x = x.cuda()
                 for t in reversed(range(self.num_timesteps)):
                     x = self.p_sample(x, t, gt, mask)
                 return x
@@ -607,6 +608,47 @@ def test_data_parallel_on_one_device_or_as_the_fallback_of_ddp_is_left_alone():
     one = src.replace("from torch.nn.parallel import DistributedDataParallel as DDP", "DDP = None")
     assert [c for c in codes({"train.py": src}) if c[1] == "PFL701"] == []
     assert [c for c in codes({"train.py": one}) if c[1] == "PFL701"] == [(7, "PFL701")]  # no DDP here
+
+
+def test_a_cpu_only_training_script_gets_no_fusion_advice():
+    # A minimal RL script that trains on the CPU: its chains are launches on tiny tensors, and compiling
+    # them is not the advice a reader of such a script wants. The same module in a file that only defines
+    # it (it may run on any device) keeps its finding.
+    model = """
+        import torch
+        import torch.nn.functional as F
+        class Policy(torch.nn.Module):
+            def forward(self, x):
+                return torch.tanh(self.fc(x)) * self.scale + self.shift * x - x
+    """
+    script = model + """
+        policy = Policy()
+        for episode in range(10000):
+            loss = -(policy(obs) * advantage).mean()
+            loss.backward()
+            optimizer.step()
+    """
+    assert [c for c in codes({"ppo.py": script}) if c[1] == "PFL301"] == []
+    assert [c for c in codes({"policy.py": model}) if c[1] == "PFL301"] == [(6, "PFL301")]
+
+
+def test_class_attention_with_one_query_is_not_sdpa_material():
+    # CaiT-style class attention: one query token per sequence, scores of one vector per head.
+    src = """
+        import torch
+        class ClassAttention(torch.nn.Module):
+            def forward(self, x):
+                B, N, C = x.shape
+                q = self.q(x[:, 0]).unsqueeze(1).reshape(B, 1, self.heads, C // self.heads).permute(0, 2, 1, 3)
+                k = self.k(x).reshape(B, N, self.heads, C // self.heads).permute(0, 2, 1, 3)
+                v = self.v(x).reshape(B, N, self.heads, C // self.heads).permute(0, 2, 1, 3)
+                q = q * self.scale
+                attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+                return (attn @ v).transpose(1, 2).reshape(B, 1, C)
+    """
+    assert [c for c in codes({"cait.py": src}) if c[1] == "PFL305"] == []
+    assert [c for c in codes({"vit.py": src.replace("x[:, 0]", "x").replace("reshape(B, 1,", "reshape(B, N,")})
+            if c[1] == "PFL305"] == [(11, "PFL305")]
 
 
 def test_a_loader_configured_through_kwargs_is_known_to_pin_memory():

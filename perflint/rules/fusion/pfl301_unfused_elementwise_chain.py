@@ -40,7 +40,8 @@ tensor with elements: arithmetic on Python numbers or on 0-dim results of reduct
 a.mean() + 0.1 * b.mean()`) is not a chain. Only on the per-step path (a loop over steps, a module's
 `forward`, the functions they call, here or in another file of the run); quiet in functions compiled with
 `torch.compile` or TorchScript, in programs that compile their model by default (a compile call that
-always runs, or under a flag that defaults to on), and in test files. Chains that continue in another function (a helper called with an
+always runs, or under a flag that defaults to on), in programs that run their steps and never use a
+device (a CPU toy or tutorial, as PFL401; a file of modules alone may run anywhere), and in test files. Chains that continue in another function (a helper called with an
 intermediate) are seen in pieces. Severity info: most chains are correct but small (a few launches on
 small tensors).
 """
@@ -50,6 +51,8 @@ small tensors).
         if facts.compiled_by_default:
             return
         steps = Steps.of(model)
+        if not facts.device_work and any(steps.loop_kind(loop).kind == "step" for loop in model.all_loops):
+            return  # a program that trains here and never uses a device (a CPU toy: launches on tiny tensors)
         for chain in chains(model):
             frame = model.frame_of(chain.first)
             if frame.compiled or model.torch_compiled(frame):

@@ -66,6 +66,29 @@ def _headless(model, query) -> bool:
     return False
 
 
+def _one_query(model, query) -> bool:
+    """q of one token per sequence (class attention: `self.q(x[:, 0])`, `.reshape(B, 1, heads, d)`): the
+    scores are one vector per head, too little for a fused kernel to save anything."""
+    from perflint.model.values import Values
+
+    node, values = query, Values.of(model)
+    for _ in range(4):  # through `q = q * self.scale` to where q is made
+        if not isinstance(node, cst.Name):
+            return False
+        node = values.source(node)
+        if node is None:
+            return False
+        for call in find_all(node, cst.Call):
+            if method_name(call) in ("reshape", "view") and len(call.args) >= 3 and _arg(call.args[1]) == 1:
+                return True
+        for sub in find_all(node, cst.Subscript):
+            if len(sub.slice) == 2 and isinstance(sub.slice[1].slice, cst.Index) \
+                    and isinstance(sub.slice[1].slice.value, cst.Integer):
+                return True
+        node = next((n for n in find_all(node, cst.Name) if n.value == query.value), None)
+    return False
+
+
 class ManualAttention(Rule):
     code = "PFL305"
     call_names = frozenset({"matmul", "bmm"})
@@ -157,8 +180,8 @@ that SDPA cannot express (relative position bias added after the softmax, talkin
         if operands is not None:
             right = _strip(operands[1])
             keys = _transposed(right) or isinstance(right, cst.Name) and self.roles[-1].get(right.value) == "keys"
-            if keys and (_cosine(model, operands[0]) or _headless(model, operands[0])):
-                return None  # cosine (cross-covariance) attention, or q/k without a head dimension: not SDPA's
+            if keys and (_cosine(model, operands[0]) or _headless(model, operands[0]) or _one_query(model, operands[0])):
+                return None  # cosine (cross-covariance) attention, q/k without a head dimension, one query: not SDPA's
             return "scores" if keys else None
         if isinstance(node, cst.BinaryOperation):
             return "scores" if "scores" in (self._role(node.left, model), self._role(node.right, model)) else None
