@@ -292,6 +292,7 @@ class FileModel:
         self.findings: list = []
         self._qualnames: dict[cst.CSTNode, str | None] = {}
         self._memo: dict = {}  # per-question caches of values.py, steps.py and rule families
+        self._trees: dict = {}  # what a subtree holds (its calls, the names it binds): true during the walk too
         self.top_orders: list[int] = []  # the order at which each top-level statement starts
         self.block_orders: dict[cst.IndentedBlock, tuple[list[int], int]] = {}  # the same in a block, and its end
 
@@ -419,11 +420,11 @@ class FileModel:
     def calls_in(self, node: cst.CSTNode) -> set[str]:
         """Qualified names (or dotted names, when not imported) of every call inside a subtree."""
         key = ("calls-in", node)
-        names = self._memo.get(key)
+        names = self._trees.get(key)
         if names is None:
             from perflint.tree import find_all
 
-            names = self._memo[key] = set()
+            names = self._trees[key] = set()
             for call in find_all(node, cst.Call):
                 name = self.qualname(call.func) or dotted(call.func)
                 if name:
@@ -434,9 +435,9 @@ class FileModel:
         """Dotted names (re)bound anywhere inside a subtree (a loop, with its target), in-place methods
         (`x.mul_(2)`, `xs.append(t)`) included: a value not in this set is the same on every iteration."""
         key = ("assigned-in", node)
-        names = self._memo.get(key)
+        names = self._trees.get(key)
         if names is None:
-            names = self._memo[key] = _bound_names(node)
+            names = self._trees[key] = _bound_names(node)
         return names
 
     def statement_path(self, node: cst.CSTNode) -> tuple[int, ...]:
