@@ -2,8 +2,8 @@
 included, on the same file, alternating in one run.
 
     pip install 'torch-perflint[trace]'                                   # numpy, msgspec, orjson, isal
-    python -m venv /tmp/hta && /tmp/hta/bin/pip install 'HolisticTraceAnalysis==0.5.0'   # benchmark only
-    python benchmarks/bench_trace_vs_hta.py [TRACE] [--runs 5] [--hta-python /tmp/hta/bin/python]
+    python -m venv .hta-venv && .hta-venv/bin/pip install 'HolisticTraceAnalysis==0.5.0'   # benchmark only
+    python benchmarks/bench_trace_vs_hta.py [TRACE] [--runs 5] [--hta-python .hta-venv/bin/python]
 
 perflint: the `perflint` command next to this Python (`perflint trace FILE`: load, every figure, the
 verdict, the roofline and the text report). HTA: `python -c` importing HTA, loading the folder that holds
