@@ -203,21 +203,10 @@ def _needed_on_host(model: FileModel, node: cst.CSTNode) -> bool:
     """A copy whose result goes into host-only code: `envs.step(action.cpu().numpy())`,
     `linear_sum_assignment(cost.cpu())`, or `actions = q.argmax(1).cpu().numpy()` then `envs.step(actions)`.
     The host needs the data every step by design; there is no fix at this line."""
-    parents = _parents(model)
-    for _ in range(6):
-        parent = parents.get(node)
-        if parent is None:
-            return False
-        if isinstance(parent, cst.Assign):
-            return _name_goes_to_host(model, parent)
-        if isinstance(parent.func, cst.Attribute) and parent.func.value is node:
-            if method_name(parent) in ("numpy", "tolist", "cpu", "item", "detach", "float", "long", "int", "squeeze",
-                                       "flatten", "reshape", "view"):
-                node = parent  # `.cpu().numpy()`: look at what takes the result
-                continue
-            return False
-        return _host_consumer(model, parent)
-    return False
+    taker = _taker(model, node)
+    if isinstance(taker, cst.Assign):
+        return _name_goes_to_host(model, taker)
+    return taker is not None and _host_consumer(model, taker)
 
 
 _SINKS = {"append", "extend", "insert", "update", "add_scalar", "add_scalars", "log", "info", "debug", "write",
@@ -230,23 +219,27 @@ def _collected(model: FileModel, node: cst.CSTNode) -> bool:
     """Whether a copy to the host only collects or logs its result, every step: appended to a list (to be
     concatenated after the loop), accumulated, printed or logged. That the device could keep until the end.
     A result the host computes with next (a solver's input, an index, a branch, an RPC argument) is not."""
+    taker = _taker(model, node)
+    if isinstance(taker, cst.Assign):
+        return _name_only_collected(model, taker)
+    return taker is not None and (dotted(taker.func) or "").rsplit(".", 1)[-1] in _SINKS
+
+
+def _taker(model: FileModel, node: cst.CSTNode) -> cst.Assign | cst.Call | None:
+    """What takes a host copy's result, past the methods that only reshape or convert it (`.cpu().numpy()`):
+    the assignment that names it or the call it is passed to; None for anything else (another method)."""
     parents = _parents(model)
     for _ in range(6):
         parent = parents.get(node)
-        if parent is None:
-            return False
-        if isinstance(parent, cst.Assign):
-            return _name_only_collected(model, parent)
-        if isinstance(parent, cst.Call):
-            if isinstance(parent.func, cst.Attribute) and parent.func.value is node:
-                if method_name(parent) in _PASS:
-                    node = parent
-                    continue
-                return False
-            name = (dotted(parent.func) or "").rsplit(".", 1)[-1]
-            return name in _SINKS
-        return False
-    return False
+        if parent is None or isinstance(parent, cst.Assign):
+            return parent
+        if isinstance(parent.func, cst.Attribute) and parent.func.value is node:
+            if method_name(parent) not in _PASS:
+                return None
+            node = parent
+            continue
+        return parent
+    return None
 
 
 def _name_only_collected(model: FileModel, assign: cst.Assign) -> bool:
