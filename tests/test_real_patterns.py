@@ -191,13 +191,15 @@ def test_a_chain_in_a_helper_called_from_forward_is_reported():
     assert (4, "PFL301") in codes({"block.py": src})
 
 
+RMS_NORM = """
+    import torch
+    def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
+        v = x.pow(2).mean(-1, keepdim=True)
+        return x * torch.rsqrt(v + eps) * weight
+"""  # a helper of another file
+
+
 def test_a_chain_in_a_helper_of_another_file_called_from_forward_is_reported():
-    helper = """
-        import torch
-        def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
-            v = x.pow(2).mean(-1, keepdim=True)
-            return x * torch.rsqrt(v + eps) * weight
-    """
     model = """
         import torch
         from .ops import rms_norm
@@ -205,23 +207,17 @@ def test_a_chain_in_a_helper_of_another_file_called_from_forward_is_reported():
             def forward(self, x):
                 return rms_norm(x, self.weight)
     """
-    findings = [f for f in run({"pkg/ops.py": helper, "pkg/norm.py": model}) if f.code == "PFL301"]
+    findings = [f for f in run({"pkg/ops.py": RMS_NORM, "pkg/norm.py": model}) if f.code == "PFL301"]
     assert [(f.path, f.line) for f in findings] == [("pkg/ops.py", 4)]  # where the chain starts: the pow
     assert findings[0].evidence[-1] == "`rms_norm` runs every step: called from pkg/norm.py (line 6)"
 
 
 def test_a_helper_no_one_calls_every_step_stays_quiet():
-    helper = """
-        import torch
-        def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6):
-            v = x.pow(2).mean(-1, keepdim=True)
-            return x * torch.rsqrt(v + eps) * weight
-    """
     script = """
         from pkg.ops import rms_norm
         print(rms_norm(torch.ones(3), 1.0))  # once, at import
     """
-    assert codes({"pkg/ops.py": helper, "check.py": script}) == []
+    assert codes({"pkg/ops.py": RMS_NORM, "check.py": script}) == []
 
 
 def test_a_sampling_loop_in_a_module_runs_its_step_every_iteration():
