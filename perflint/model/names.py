@@ -34,6 +34,23 @@ def positional(call: cst.Call, index: int) -> cst.Arg | None:
     return args[index] if index < len(args) else None
 
 
+def factory_sizes(qual: str, call: cst.Call) -> list[cst.BaseExpression] | None:
+    """The dimensions given to a sized factory: `torch.zeros(b, 3)`, `torch.randn((b,))`, `size=(b, d)`,
+    `torch.full((b, d), v)`; None for other calls (`arange`, `randint`: their first arguments are no size)."""
+    if qual not in _SIZED_FACTORIES:
+        return None
+    args = [a for a in call.args if a.keyword is not None and a.keyword.value == "size"] or \
+        [a for a in call.args if a.keyword is None and not a.star]
+    if qual == "torch.full":
+        args = args[:1]
+    if len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)):
+        return [e.value for e in args[0].value.elements]
+    return [a.value for a in args]
+
+
+_SIZED_FACTORIES = {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"}
+
+
 def is_true(node: cst.CSTNode | None) -> bool:
     return isinstance(node, cst.Name) and node.value == "True"
 

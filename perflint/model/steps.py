@@ -512,8 +512,6 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [test]
 
 
-
-
 def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:
     """The branch a CUDA run never takes: `if x.device.type == "cpu":` (a fallback of a fused CUDA op), the
     else of `if x.is_cuda:`."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import dotted, method_name
+from perflint.model.names import dotted, factory_sizes, method_name
 from perflint.model.program import FileModel, Frame
 from perflint.model.values import NDARRAY, NUMBER, ON_DEVICE, TENSOR, Values
 from perflint.tree import find_all
@@ -271,7 +271,8 @@ class _Finder:
             last = qual.rsplit(".", 1)[-1] if qual else method or ""
             if last in _REDUCTIONS or last in _GRIDS:
                 return False
-            if qual in api.FACTORIES and _per_sample_vector(node):
+            sizes = factory_sizes(qual, node)
+            if sizes is not None and len(sizes) == 1 and _batch_size(sizes[0]):
                 return False  # `torch.randn((b,), device=d)`: one number per sample (a noise level, a time)
             if _a_loss(node):
                 return False  # `criterion(out, y)`, `self.loss_fn(...)`: a 0-dim loss
@@ -325,9 +326,11 @@ class _Finder:
         return out
 
     def _reduction(self, call: cst.Call) -> bool:
+        """`torch.min(q, dim=1)`, `q.max(1)`."""
         qual = self.model.qualname(call.func)
-        name = qual.rsplit(".", 1)[-1] if qual and qual.startswith("torch.") else None if qual else method_name(call)
-        return name in _REDUCTIONS
+        if qual is None:
+            return method_name(call) in _REDUCTIONS
+        return qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in _REDUCTIONS
 
     def _tensor(self, node: cst.CSTNode) -> bool:
         return self.values.value(node).kind == TENSOR
@@ -396,17 +399,6 @@ def _a_loss(call: cst.Call) -> bool:
         return False
     reduction = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "reduction"), None)
     return not (isinstance(reduction, cst.SimpleString) and reduction.evaluated_value == "none")
-
-
-def _per_sample_vector(call: cst.Call) -> bool:
-    """`torch.randn((b,))`, `torch.rand(x.shape[0], device=d)`, `torch.zeros(batch_size)`: a factory whose
-    one dimension is the batch's size."""
-    sizes = [a.value for a in call.args if a.keyword is None or a.keyword.value == "size"]
-    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
-        sizes = [e.value for e in sizes[0].elements]
-    if call.func and (dotted(call.func) or "").endswith(("randint", "full")):
-        return False  # their first arguments are not the size
-    return len(sizes) == 1 and _batch_size(sizes[0])
 
 
 def _batch_size(node: cst.CSTNode) -> bool:

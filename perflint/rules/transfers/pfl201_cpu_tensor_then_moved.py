@@ -2,7 +2,7 @@ import libcst as cst
 
 from perflint.edits import with_keyword
 from perflint.model import torchapi as api
-from perflint.model.names import is_false, keyword, one_line
+from perflint.model.names import factory_sizes, is_false, keyword, one_line
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
 from perflint.model.values import NDARRAY, ON_HOST, TENSOR, Values
@@ -101,20 +101,10 @@ def _pinned(factory: cst.Call) -> bool:
     return arg is not None and not is_false(arg.value)
 
 
-_SIZED = {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"}
-
-
 def _no_elements(factory: str, call: cst.Call) -> bool:
     """`torch.empty(0)`, `torch.zeros((0, d))`: a size with a literal 0 makes no elements; moving it copies
     nothing (an empty start for a `torch.cat` that grows it)."""
-    if factory not in _SIZED:
-        return False
-    sizes = []
-    for i, arg in enumerate(call.args):
-        if arg.keyword is None and (factory != "torch.full" or i == 0) or arg.keyword and arg.keyword.value == "size":
-            value = arg.value
-            sizes += [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
-    return any(isinstance(v, cst.Integer) and v.evaluated_value == 0 for v in sizes)
+    return any(isinstance(v, cst.Integer) and v.evaluated_value == 0 for v in factory_sizes(factory, call) or ())
 
 
 def _made_by_numpy(model: FileModel, values: Values, origin: cst.Call) -> bool:
