@@ -8,7 +8,7 @@ from perflint.model.crossfile import FileResult
 from perflint.files import SourceFile
 from perflint.model.project import FileFacts
 from perflint.notebook import Notebook, NotebookError
-from perflint.rule import SYNTAX_ERROR, Finding, all_rules
+from perflint.rule import SYNTAX_ERROR, all_rules
 
 _linters: dict[tuple[type, ...], Linter] = {}
 

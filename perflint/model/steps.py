@@ -22,7 +22,7 @@ import libcst as cst
 from perflint.model import torchapi as api
 from perflint.model.names import dotted, int_value, method_name, target_names
 from perflint.model.program import FileModel, Frame, FunctionInfo
-from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, Values, element_of
+from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, Values
 
 STEP, OUTER, SMALL, NEUTRAL, COLD = "step", "outer", "small", "neutral", "cold"
 _SMALL_RANGE = 16  # `for i in range(k)` with a literal k at most this is a few fixed iterations
@@ -223,11 +223,11 @@ class Steps:
     def _loop_kind(self, frame: Frame) -> LoopKind:
         node = frame.node
         if isinstance(node, cst.For):
-            target, iterable = node.target, node.iter
+            iterable = node.iter
         elif isinstance(node, cst.While):
-            target, iterable = None, None
+            iterable = None
         else:
-            target, iterable = node.for_in.target, node.for_in.iter
+            iterable = node.for_in.iter
         calls = self.calls_in(frame)
         model = self.model
         for call in calls:
@@ -246,7 +246,7 @@ class Steps:
             own = next((c for c in calls if model.sites[c][0].loop is frame and self._trains(c)), None)
             if own is None:
                 return LoopKind(OUTER, inner)
-            return LoopKind(STEP, ((f"runs every step: each iteration runs `{{}}`", own),
+            return LoopKind(STEP, (("runs every step: each iteration runs `{}`", own),
                                    ("loop at `{}`", _header(node))))
         if iterable is not None and self._few(iterable, sources):
             return LoopKind(SMALL)
@@ -261,7 +261,7 @@ class Steps:
             generates = function is not None and any(w in function.name for w in ("sample", "generate", "decode"))
             within = self.values.in_module_class(node) and not generates and not any(
                 method_name(c) in ("backward", "step") for c in calls)
-            return LoopKind(STEP, ((f"runs every step: each iteration runs `{{}}`", work),
+            return LoopKind(STEP, (("runs every step: each iteration runs `{}`", work),
                                    ("loop at `{}`", _header(node))), device_ops_only=within)
         device_op = self.device_work(frame, calls)
         if device_op is not None:  # a Python loop of device ops (GAE over time steps): its own steps

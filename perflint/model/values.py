@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import dotted, int_value, keyword, method_name, positional, string_value
+from perflint.model.names import dotted, int_value, keyword, positional, string_value
 from perflint.model.program import Binding, ClassInfo, FileModel, FunctionInfo, Frame
 
 # Kinds.
@@ -987,7 +987,6 @@ class Values:
         return UNKNOWN
 
     def qualified_call(self, qual: str, call: cst.Call) -> Value:
-        model = self.model
         head = qual.split(".", 1)[0]
         if head == "numpy":
             return Value(NDARRAY, origin=call)

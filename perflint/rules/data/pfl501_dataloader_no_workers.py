@@ -1,6 +1,5 @@
 import libcst as cst
 
-from perflint.model.names import keyword, positional
 from perflint.model.program import FileModel
 from perflint.rules.common import trains
 from perflint.rules.data.loaders import DataLoaderRule, workers_arg

@@ -16,7 +16,7 @@ import libcst as cst
 from perflint.model import torchapi as api
 from perflint.model.names import dotted, factory_sizes, method_name
 from perflint.model.program import FileModel, Frame
-from perflint.model.values import NDARRAY, NUMBER, ON_DEVICE, TENSOR, Values
+from perflint.model.values import ON_DEVICE, TENSOR, Values
 from perflint.tree import find_all
 
 _OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power, cst.FloorDivide, cst.Modulo)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import dotted, is_true, keyword, method_name, positional, string_value, truth_tested
+from perflint.model.names import dotted, is_true, keyword, method_name, positional, truth_tested
 from perflint.model.program import FileModel, Frame
 from perflint.model.steps import Step, Steps
 from perflint.model.values import ON_DEVICE, ON_HOST, TENSOR, Value, Values
@@ -38,6 +38,7 @@ tensor of unknown device counts only in a project that moves work to an accelera
 first wait of its step (after another sync or a `synchronize()` with no device work queued in between,
 the device is already idle). Quiet in test files and in compiled code (PFL402 covers graph breaks).
 """
+
 
 @dataclass
 class SyncSite:

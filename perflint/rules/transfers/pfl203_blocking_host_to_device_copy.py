@@ -1,7 +1,7 @@
 import libcst as cst
 
 from perflint.edits import with_keyword
-from perflint.model.names import is_false, is_true, keyword, one_line
+from perflint.model.names import is_false, keyword, one_line
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
 from perflint.model.values import ON_HOST, TENSOR, Values
