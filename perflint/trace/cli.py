@@ -82,6 +82,15 @@ def _read_budget_file(path: str) -> dict[str, Any]:
     return table
 
 
+def _relative(values: dict[str, Any]) -> dict[str, Any]:
+    """The budgets relative to the --compare baseline ("+10%"); without budgets, compare is not imported."""
+    if not values:
+        return {}
+    from perflint.trace.compare import is_relative
+
+    return {k: v for k, v in values.items() if is_relative(v)}
+
+
 class _Budgets:
     """The checked budget, the relative limits for --compare, and the unit each size was written in."""
 
@@ -97,9 +106,7 @@ class _Budgets:
             what = "has no meaning for a trace" if spec(unknown[0]) or unknown[0] in OPTIONS else "is unknown"
             raise UsageError(f"unknown budget key {unknown[0]!r}: it {what}; valid keys for a trace: "
                              + ", ".join(TRACE_KEYS))
-        from perflint.trace.compare import is_relative
-
-        self.relative = {k: v for k, v in values.items() if is_relative(v)}
+        self.relative = _relative(values)
         if self.relative and not args.compare:
             k = next(iter(self.relative))
             raise UsageError(f"--budget {k}={self.relative[k]}: a relative limit needs --compare")
