@@ -148,7 +148,8 @@ def main() -> int:
             key = (f.path, f.line, f.code)
             row = verdicts.get(key)
             everything.append({"repo": repo["name"], "path": f.path, "line": f.line, "code": f.code,
-                               "verdict": row["verdict"] if row else None, "message": f.message})
+                               "verdict": row["verdict"] if row else None, "message": f.message,
+                               "evidence": list(f.evidence)})
             by_role[(f.code, repo["role"])].update(("findings", row["verdict"] if row else "unlabelled"))
             if row is None:
                 unlabelled.append({"repo": repo["name"], "commit": repo["commit"], "path": f.path, "line": f.line,
