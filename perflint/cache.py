@@ -1,6 +1,7 @@
 """Content-hash cache: a file whose bytes, rules and facts are unchanged is not parsed again.
 
-One JSON file per settings fingerprint (perflint version + enabled rules) in `.perflint_cache/`, mapping
+One JSON file per settings fingerprint (perflint version, the linter's own source files, enabled rules) in
+`.perflint_cache/`, mapping
 a key (the file's BLAKE2 digest, its rules and its facts) to what linting it gave: its findings (those
 that hold only if another file calls it every step among them) and its calls out, so that a cached file
 still takes part in the run's cross-file per-step path (model/crossfile.py). Written atomically, so an
@@ -80,10 +81,23 @@ def _decode_call(row) -> CallOut:
                    tuple(map(_str, requires)), (_str(where[0]), _str(where[1]), _int(where[2]), _int(where[3])))
 
 
+def _linter_stamp() -> list:
+    """Size and mtime of each of the linter's own .py files: a checkout edited in place (an editable install,
+    the same version number) must not be answered from findings an older rule made."""
+    root = Path(__file__).resolve().parent
+    out = []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(folder, name))
+                out.append((os.path.relpath(os.path.join(folder, name), root), st.st_size, st.st_mtime_ns))
+    return sorted(out)
+
+
 class Cache:
     def __init__(self, directory: Path, codes: list[str]) -> None:
         self.directory = directory
-        self.file = directory / f"findings-{digest(json.dumps([__version__, codes]).encode())}.json"
+        self.file = directory / f"findings-{digest(json.dumps([__version__, _linter_stamp(), codes]).encode())}.json"
         self.dirty = False
         try:
             entries = json.loads(self.file.read_text(encoding="utf-8"))

@@ -263,6 +263,19 @@ def test_cache_is_used_not_relinted(project, capsys, monkeypatch):
     assert run(capsys)[0] == 1
 
 
+def test_an_edited_linter_does_not_answer_from_the_cache(project, capsys, monkeypatch):
+    """An editable install keeps its version number while its rules change: the cache must not outlive them."""
+    import perflint.cache as cache
+
+    write(project / "a.py", SYNC_LOOP)
+    run(capsys)
+    (before,) = (project / ".perflint_cache").glob("findings-*.json")
+    monkeypatch.setattr(cache, "_linter_stamp", lambda: [("rules/edited.py", 1, 2)])
+    assert run(capsys)[0] == 1
+    after = set((project / ".perflint_cache").glob("findings-*.json")) - {before}
+    assert len(after) == 1 and len(json.loads(after.pop().read_text())) == 1  # linted again, cached anew
+
+
 def test_jobs_give_identical_output(project, capsys):
     for i in range(12):
         write(project / f"m{i:02}.py", SYNC_LOOP if i % 2 else "x = 1\n")

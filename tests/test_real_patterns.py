@@ -741,3 +741,191 @@ def test_the_cross_file_path_holds_through_the_cli_and_its_cache(tmp_path, monke
     assert lint() == [("pkg/ops.py", 4, "`rms_norm` runs every step: called from model.py (line 7)")]
     (tmp_path / "model.py").write_text(model.replace("return rms_norm(x, self.weight)", "return x"))
     assert lint() == []
+
+
+# ---- the sixth blind review (yolov5, open_clip, nanochat, RAFT): what the host needs by design ----------
+
+def test_an_option_off_by_default_keeps_its_block_off_the_per_step_path():
+    src = """
+        import argparse
+        import torch
+
+        def train(args, model, loader, opt):
+            for x in loader:
+                x = x.cuda(non_blocking=True)
+                if args.add_noise:
+                    x = (x + 0.1 * torch.randn(*x.shape).cuda()).clamp(0.0, 255.0)
+                if args.jitter:
+                    x = (x + 0.1 * torch.randn(*x.shape).cuda()).clamp(0.0, 255.0)
+                model(x).mean().backward()
+                opt.step()
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--add_noise", action="store_true")
+            parser.add_argument("--jitter", action="store_false")
+    """
+    found = codes({"train.py": src})
+    assert all(line != 9 for line, _ in found)  # --add_noise is off unless asked for
+    assert (11, "PFL201") in found  # --jitter is on unless turned off
+
+
+def test_a_constructor_setting_unpacked_into_attributes_keeps_its_default():
+    src = """
+        import torch
+
+        class ComputeLoss:
+            def __init__(self, model, autobalance=False):
+                self.gr, self.autobalance = 1.0, autobalance
+                self.balance = [4.0, 1.0, 0.4]
+
+            def __call__(self, preds, target):
+                loss = 0
+                for i, p in enumerate(preds):
+                    obji = (p - target).abs().mean()
+                    loss = loss + obji
+                    if self.autobalance:
+                        self.balance[i] = self.balance[i] * 0.9999 + 0.0001 / obji.detach().item()
+                return loss
+
+        def train(model, loader, opt):
+            compute_loss = ComputeLoss(model)
+            for x, y in loader:
+                loss = compute_loss(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                loss.backward()
+                opt.step()
+    """
+    assert "PFL101" not in [code for _, code in codes({"loss.py": src})]
+
+
+def test_what_the_host_needs_to_go_on_is_not_a_sync_to_remove():
+    src = """
+        import time
+        import torch
+        import torch.distributed as dist
+
+        synchronize = torch.cuda.synchronize
+
+        def evaluate(model, loader, device):
+            signal = torch.zeros(1, device=device, dtype=torch.long)
+            it = iter(loader)
+            while True:
+                batch = next(it, None)
+                signal.fill_(0 if batch is None else 1)
+                dist.broadcast(signal, src=0)
+                if signal.item() == 0:                      # every rank must know whether to stop
+                    break
+                model(batch.to(device, non_blocking=True))
+
+        def train(model, loader, opt, device):
+            for step, x in enumerate(loader):
+                t0 = time.time()
+                loss = model(x.to(device, non_blocking=True)).mean()
+                loss.backward()
+                opt.step()
+                train_loss = loss.item()                    # the timing synchronize below waits anyway
+                synchronize()
+                dt = time.time() - t0
+                last = torch.tensor(step, device=device)
+                dist.all_reduce(last)
+                stop = bool(last.item())                    # ends the loop on every rank together
+                if stop:
+                    break
+
+        def generate(model, ids, max_tokens):
+            for _ in range(max_tokens):
+                next_ids = torch.argmax(model(ids)[:, -1, :], dim=-1, keepdim=True)
+                ids = torch.cat((ids, next_ids), dim=1)
+                token = next_ids.item()                     # streamed to the caller, token by token
+                yield token
+
+        def validate(model, loader, device):
+            for x, y in loader:
+                out = model(x.to(device, non_blocking=True))
+                print((out.argmax(1) == y.to(device, non_blocking=True)).float().mean().item())
+    """
+    assert codes({"run.py": src}) == [(44, "PFL101")]  # only the metric read that could be kept on the device
+
+
+def test_a_detection_script_that_draws_and_saves_each_result_reads_it_by_design():
+    src = """
+        import cv2
+        import torch
+        import torchvision
+
+        def non_max_suppression(pred, conf_thres=0.25):
+            output = []
+            for x in pred:
+                x = x[x[:, 4] > conf_thres]                 # keeping the boxes over the threshold is the point
+                keep = torchvision.ops.nms(x[:, :4], x[:, 4], 0.45)
+                output.append(x[keep])
+            return output
+
+        def detect(model, dataset, device, names):
+            for path, im in dataset:
+                im = torch.from_numpy(im).to(device)
+                pred = non_max_suppression(model(im))
+                for det in pred:
+                    s = ""
+                    for c in det[:, 5].unique():
+                        n = (det[:, 5] == c).sum()
+                        s += f"{n} {names[int(c)]}, "
+                    cv2.imwrite(path, im.cpu().numpy())
+    """
+    assert [code for _, code in codes({"detect.py": src}) if code.startswith("PFL1")] == []
+
+
+def test_arithmetic_on_a_result_copied_back_to_the_host_is_host_work():
+    src = """
+        import numpy as np
+        import torch
+
+        @torch.no_grad()
+        def validate(model, val_dataset, padder):
+            epe_list = []
+            for i in range(len(val_dataset)):
+                image1, image2, flow_gt, valid = val_dataset[i]
+                _, flow_pr = model(image1[None].cuda(), image2[None].cuda())
+                flow = padder.unpad(flow_pr[0]).cpu()
+                epe = torch.sum((flow - flow_gt) ** 2, dim=0).sqrt()
+                epe_list.append(epe[valid.view(-1) >= 0.5].mean().item())
+            return np.mean(epe_list)
+    """
+    assert codes({"evaluate.py": src}) == []
+
+
+def test_a_host_buffer_filled_row_by_row_or_a_list_made_a_tensor_crosses_once_either_way():
+    src = """
+        import torch
+
+        def stack_sequences(tokens, pad):
+            ids = torch.full((len(tokens), max(len(t) for t in tokens)), pad, dtype=torch.long)
+            for i, t in enumerate(tokens):
+                ids[i, :len(t)] = torch.tensor(t, dtype=torch.long)
+            return ids
+
+        def evaluate(model, batches, device):
+            for tokens in batches:
+                ids = stack_sequences(tokens, 0).to(device)
+                rows = [[1, 2, 3], [4, 5, 6]]
+                extra = torch.tensor(rows, dtype=torch.long).to(device)
+                model(ids, extra)
+    """
+    assert [code for _, code in codes({"core_eval.py": src}) if code == "PFL201"] == []
+
+
+def test_data_parallel_as_the_fallback_of_a_ddp_helper_is_quiet():
+    src = """
+        import torch
+        from utils.torch_utils import smart_DDP
+
+        def train(model, loader, opt, cuda, rank):
+            if cuda and rank == -1 and torch.cuda.device_count() > 1:
+                model = torch.nn.DataParallel(model)
+            if cuda and rank != -1:
+                model = smart_DDP(model)
+            for x in loader:
+                model(x.cuda(non_blocking=True)).mean().backward()
+                opt.step()
+    """
+    assert "PFL701" not in [code for _, code in codes({"train.py": src})]

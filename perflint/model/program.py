@@ -22,7 +22,7 @@ from perflint.tree import fields, is_node_type
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 # Node types the model lists in file order (`model.nodes(type)`), for rule families that look at all of them.
 INDEXED = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.FormattedStringExpression, cst.Subscript,
-           cst.BinaryOperation, cst.UnaryOperation, cst.Assign, cst.AugAssign, cst.Name, cst.Attribute)
+           cst.BinaryOperation, cst.UnaryOperation, cst.Assign, cst.AugAssign, cst.Name, cst.Attribute, cst.Yield)
 
 
 class Scope:

@@ -109,6 +109,8 @@ def join(values: list[Value]) -> Value:
 
 
 _NO_CUT = 1 << 30
+# Names that hold parsed command-line options (`args = parser.parse_args()`, `opt`, a `FLAGS` object).
+_OPTION_HOLDERS = {"args", "opt", "opts", "options", "flags", "FLAGS", "cli_args", "hparams", "argv_args"}
 
 
 class Values:
@@ -668,6 +670,9 @@ class Values:
                 and node in self.model.sites:
             cls = _class_of(self._site(node)[0])
             bindings = cls.attrs.get(node.attr.value) if cls is not None else None
+        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
+                and node.value.value in _OPTION_HOLDERS:
+            return self.option_defaults().get(node.attr.value, _NO_DEFAULT)  # `args.add_noise`
         else:
             return _NO_DEFAULT
         if not bindings or len(bindings) != 1:
@@ -678,9 +683,52 @@ class Values:
             if b.value.name != "__init__" or param.default is None or self._passed_here(b.value, param):
                 return _NO_DEFAULT
             return self.default_of(param.default, depth + 1)
-        if b.how == "assign" and not b.path and not isinstance(b.value, (cst.List, cst.Set)):  # lists grow
-            return self.default_of(b.value, depth + 1)
+        value = b.value
+        for i in b.path if b.how == "assign" else ():  # `self.gr, self.autobalance = 1.0, autobalance`
+            value = value.elements[i].value if isinstance(value, cst.Tuple) and i < len(value.elements) \
+                and not isinstance(value.elements[i], cst.StarredElement) else None
+        if b.how == "assign" and value is not None and not isinstance(value, (cst.List, cst.Set)):  # lists grow
+            return self.default_of(value, depth + 1)
         return _NO_DEFAULT
+
+    def option_defaults(self) -> dict:
+        """The default of each command-line option this file declares (`parser.add_argument("--add_noise",
+        action="store_true")` -> {"add_noise": False}): the run its authors intend unless told otherwise.
+        An option declared twice with different defaults (two scripts in one file) has none."""
+        found = self.model._memo.get("option-defaults")
+        if found is not None:
+            return found
+        found, clashes = {}, set()
+        for call in self.model.calls:
+            if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument") or not call.args:
+                continue
+            flags = [a.value.evaluated_value for a in call.args if not a.keyword
+                     and isinstance(a.value, cst.SimpleString)]
+            longs = [f for f in flags if isinstance(f, str) and f.startswith("--")]
+            dest = keyword(call, "dest")
+            if dest is not None and isinstance(dest.value, cst.SimpleString):
+                name = dest.value.evaluated_value
+            elif longs:
+                name = longs[0][2:].replace("-", "_")
+            else:
+                continue
+            action = keyword(call, "action")
+            action = action.value.evaluated_value if action is not None \
+                and isinstance(action.value, cst.SimpleString) else None
+            given = keyword(call, "default")
+            if given is not None:
+                value = self.default_of(given.value)
+            elif action in ("store_true", "store_false"):
+                value = action == "store_false"
+            else:
+                value = None
+            if value is _NO_DEFAULT or name in found and found[name] != value:
+                clashes.add(name)
+            found.setdefault(name, value)
+        for name in clashes:
+            found.pop(name, None)
+        self.model._memo["option-defaults"] = found
+        return found
 
     def _passed_here(self, init: FunctionInfo, param: cst.Param) -> bool:
         """Whether a call in this file builds the constructor's class passing `param` (then its default is not
@@ -781,6 +829,8 @@ class Values:
                 return self.module_output(call, Value(MODULE))  # a submodule built where this file cannot see
             if own.kind == LOADER:
                 return own
+            if receiver.kind is None and method == "cpu" and not call.args:  # whatever it was, it is on the host now
+                return Value(None, ON_HOST, (("moved to the host by `{}`", call),), origin=call)
             if receiver.kind is None and method in ("to", "cuda"):
                 moved = self.tensor_method(call, Value(TENSOR), method)
                 if _constructs(func.value):  # `TransformerNet().to(device)`: an instance of a class, moved
@@ -1090,6 +1140,11 @@ def _arith(node: cst.CSTNode, values: list[Value], keep_origin: bool = True, tor
             items.append(v)
     tensors = [v for v in items if v.kind == TENSOR]
     derived = [v for v in items if v.kind is None and v.device == ON_DEVICE]
+    if not derived and not any(v.device == ON_DEVICE for v in tensors):
+        copied = next((v for v in items if v.device == ON_HOST and v.kind in (TENSOR, None) and copied_to_host(v)),
+                      None)
+        if copied is not None:  # `flow.cpu() - flow_gt`: a device operand would not mix with a copied-back one
+            return Value(TENSOR, ON_HOST, copied.why)
     if tensors or torch_op:
         on_device = [v for v in tensors + derived if v.device == ON_DEVICE]
         if on_device:
@@ -1107,6 +1162,12 @@ def _arith(node: cst.CSTNode, values: list[Value], keep_origin: bool = True, tor
     if kinds == {NUMBER} or numbers and kinds <= {NUMBER, OTHER}:
         return NUMBER_VALUE
     return UNKNOWN
+
+
+def copied_to_host(v: Value) -> bool:
+    """A tensor copied back from the device (`.cpu()`, `.to("cpu")`): a result, not a 0-dim host scalar that
+    could still mix with device tensors."""
+    return bool(v.why) and isinstance(v.why[0], tuple) and v.why[0][0].startswith("moved to the host")
 
 
 def _named(v: Value, target: cst.CSTNode, source: cst.CSTNode) -> Value:

@@ -48,8 +48,8 @@ model = DistributedDataParallel(model.cuda(local_rank), device_ids=[local_rank])
     known_problems = """
 It cannot see how many GPUs the program uses: with one GPU, or none, `DataParallel` just calls the
 module and costs nothing (its reference pair runs that way on the CPU, so the count is not compared).
-Quiet where the file also builds `DistributedDataParallel` (DataParallel is then the fallback of a run
-without a process group), for a single device (`device_ids=[0]`, also as a parameter's default), and
+Quiet where the file also builds `DistributedDataParallel`, itself or through a helper of its own
+(`smart_DDP(model)`): DataParallel is then the fallback of a run without a process group, for a single device (`device_ids=[0]`, also as a parameter's default), and
 in files that never call `.backward()`: for evaluation or inference on several GPUs the alternative is
 one process per GPU, not DDP's gradient sync, and the replication costs little. The
 cost of the per-step copies is measured on machines with several GPUs; perflint's own pairs run on
@@ -59,12 +59,21 @@ one device, so the rule's effect is documented rather than re-measured.
     def finish(self, model: FileModel) -> None:
         if WholeFile.of(model).backward is None:
             return  # evaluation or inference only: DataParallel's replication costs little there, DDP is no fix
-        if any(is_ddp(model, call) for call in model.calls):
+        if any(is_ddp(model, call) or _ddp_helper(model, call) for call in model.calls):
             return  # the program offers DDP: DataParallel is its fallback for a run without a process group
         for call in model.calls:
             qual = model.call_name(call)
             if qual in _DATA_PARALLEL and not _one_device(model, call):
                 self.report(model, call, self.message.format(func=qual.rsplit(".", 1)[1]))
+
+
+def _ddp_helper(model: FileModel, call: cst.Call) -> bool:
+    """`smart_DDP(model)`, `wrap_ddp(model)`: the project's own function that wraps a model in DDP, imported
+    from one of its modules or defined here."""
+    qual = model.qualname(call.func) or ""
+    if not qual and isinstance(call.func, cst.Name) and any(f.name == call.func.value for f in model.functions):
+        qual = call.func.value
+    return "ddp" in qual.rsplit(".", 1)[-1].lower() and not qual.startswith("torch.")
 
 
 def _one_device(model: FileModel, call: cst.Call) -> bool:

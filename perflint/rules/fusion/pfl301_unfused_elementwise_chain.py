@@ -1,5 +1,6 @@
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
+from perflint.model.values import Values, copied_to_host
 from perflint.rule import Rule
 from perflint.rules.fusion.chains import MIN_OPS, chains, hint
 
@@ -53,7 +54,7 @@ project's configuration never runs (a sampler no script calls, a mode no config 
         facts = model.facts
         if facts.compiled_by_default:
             return
-        steps = Steps.of(model)
+        steps, values = Steps.of(model), Values.of(model)
         if not facts.device_work and any(steps.loop_kind(loop).kind == "step" for loop in model.all_loops):
             return  # a program that trains here and never uses a device (a CPU toy: launches on tiny tensors)
         for chain in chains(model):
@@ -65,8 +66,8 @@ project's configuration never runs (a sampler no script calls, a mode no config 
                 continue
             if chain.large < MIN_OPS and not _in_a_python_loop(steps, frame):
                 continue  # mostly launches on small tensors (a reduction's result, a per-sample coefficient)
-            if _native_fallback(frame):
-                continue
+            if _native_fallback(frame) or copied_to_host(values.value(chain.root)):
+                continue  # a re-implemented activation torch ships fused; arithmetic on a result copied back
             ops = ", ".join(dict.fromkeys(chain.names))
             passes = "each" if chain.large >= chain.ops else f"{chain.large} of them"
             at = chain.first_large or chain.first  # where the passes over whole tensors start

@@ -53,6 +53,7 @@ class SyncSite:
     reported: bool = False
     evidence: tuple = ()
     where: cst.CSTNode | None = None  # the node whose place decides whether it runs every step (default: node)
+    helper: bool = False  # the project's own `synchronize()` helper: it waits (what follows is free); not reported
 
 
 class SyncRule(Rule):
@@ -100,6 +101,8 @@ def _collect(model: FileModel) -> list[SyncSite]:
         elif qual is not None:
             if qual in api.SYNCHRONIZE:
                 add(SyncSite(call, "PFL109", qual, None))
+            elif qual.rsplit(".", 1)[-1] == "synchronize" and not call.args and not qual.startswith("torch."):
+                add(SyncSite(call, "PFL109", qual, None, helper=True))  # `from common import synchronize`
             elif qual.startswith("torch.") and qual[6:] in api.DYNAMIC_SHAPE_OPS and call.args \
                     and not _sized(model, call, qual[6:]):
                 add(SyncSite(call, "PFL107", qual, call.args[0].value))
@@ -113,6 +116,8 @@ def _collect(model: FileModel) -> list[SyncSite]:
                 elif isinstance(data, (cst.ListComp, cst.GeneratorExp)):
                     # one read per element: it runs as often as the comprehension's loop body
                     add(SyncSite(call, "PFL108", qual, data.elt, where=data.elt))
+        elif isinstance(func, cst.Name) and func.value == "synchronize" and not call.args:
+            add(SyncSite(call, "PFL109", "synchronize", None, helper=True))  # `synchronize = torch.cuda.synchronize`
         elif isinstance(func, cst.Name) and len(call.args) == 1 and not call.args[0].keyword \
                 and not call.args[0].star:
             if func.value in _CASTS:
@@ -170,8 +175,10 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             continue
         if site.code == "PFL105" and frame.loop is None:
             continue  # a branch of a forward or a helper: often an optional input's path; `if t:` in a loop is the pattern
-        if site.code == "PFL109" and _timing_or_retry(model, steps, frame):
+        if site.code == "PFL109" and (site.helper or _timing_or_retry(model, steps, frame)):
             waits.append(site)  # a wait all the same: what follows it in the step is free
+            continue
+        if site.operand is not None and _by_design(model, steps, site):
             continue
         waits.append(site)
         site.reported = True
@@ -180,7 +187,7 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
     for i, site in enumerate(waits):
         if not site.reported:
             continue
-        paid = _paid_by(model, values, site, waits[:i])
+        paid = _paid_by(model, values, site, waits[:i]) or _paid_after(model, values, site, waits[i + 1:])
         if paid is not None:
             site.reported = False
             continue
@@ -319,6 +326,115 @@ def _paid_by(model: FileModel, values: Values, site: SyncSite, earlier: list[Syn
         if not _device_work_between(model, values, site, prev):
             return prev
     return None
+
+
+def _paid_after(model: FileModel, values: Values, site: SyncSite, later: list[SyncSite]) -> SyncSite | None:
+    """An explicit `synchronize()` that surely runs next in the same iteration, with no device work queued
+    in between (`loss.item()` then the timing `torch.cuda.synchronize()`): it waits for the same work, so
+    removing this read would save nothing."""
+    for after in later:
+        if after.frame.function is not site.frame.function or after.frame.loop is not site.frame.loop:
+            continue
+        if after.code != "PFL109" or not after.frame.encloses(site.frame):
+            continue
+        return None if _device_work_between(model, values, after, site) else after
+    return None
+
+
+def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
+    """The host needs the value every step to go on at all, so no fix exists at this line: it is the stop
+    signal every rank just agreed on (`dist.broadcast(flag)`, then `if flag.item() == 0: break`, also through
+    a name tested later), it is yielded
+    to a streaming consumer (`yield token.item()`), it turns a result into output in a step that writes
+    each result out (a detection script that labels, draws and saves every image), or it filters boxes in a
+    function that runs non-maximum suppression (a data-dependent size by nature)."""
+    node = site.node
+    frame = site.frame
+    calls = frame.function.calls if frame.function is not None else model.calls
+    if site.code == "PFL107" and frame.function is not None and any(
+            (model.qualname(c.func) or dotted(c.func) or "").rsplit(".", 1)[-1] in _NMS for c in calls):
+        return True  # non-maximum suppression keeps a data-dependent number of boxes: that is what it is for
+    exits = _exit_tests(model) if _agreed(model, site, calls) else ()
+    if any(node is test or _inside(model, node, test) for test in exits):
+        return True
+    taker = _taker(model, node)
+    while isinstance(taker, cst.Call) and isinstance(taker.func, cst.Name) and taker.func.value in _CASTS:
+        taker = _taker(model, taker)  # `stop = bool(flag.item())`
+    if isinstance(taker, cst.Assign) and len(taker.targets) == 1 and isinstance(taker.targets[0].target, cst.Name):
+        name, order = taker.targets[0].target.value, model.sites[taker][1]
+        if any(n.value == name and model.sites[n][1] > order and model.sites[n][0].function is frame.function
+               for test in exits for n in _names_in(model, test)):
+            return True
+        if any(model.sites[y][0].function is frame.function and isinstance(y.value, cst.Name)
+               and y.value.value == name for y in model.nodes(cst.Yield)):
+            return True
+    if any(y.value is node for y in model.nodes(cst.Yield)):
+        return True
+    if site.code not in _OUTPUT_FORMS:
+        return False
+    loop, outermost = frame.loop, None
+    while loop is not None:  # the outermost step loop: an inner loop over a result's rows may count as one too
+        if steps.loop_kind(loop).kind == "step":
+            outermost = loop
+        loop = loop.parent.loop if loop.parent is not None else None
+    if outermost is None:
+        return False
+    loop = outermost
+    body = steps.calls_in(loop)
+    return not any(steps.trains(c) for c in body) and any(_writes_out(model, c) and steps.at(c).hot for c in body) \
+        and not any(steps.trains(c) for c in calls)
+
+
+def _agreed(model: FileModel, site: SyncSite, calls: list[cst.Call]) -> bool:
+    """Whether the value read was just agreed on by every rank (`dist.broadcast(flag)`, `dist.all_reduce(
+    last_step)` earlier in the function): a stop signal all ranks must act on together, now. A NaN check that
+    ends the loop is not one: it could be read every k steps."""
+    root = site.operand
+    while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+        root = root.func if isinstance(root, cst.Call) else root.value
+    if not isinstance(root, cst.Name):
+        return False
+    return any(model.sites[c][1] < site.order and (model.qualname(c.func) or "").startswith("torch.distributed.")
+               and any(isinstance(a.value, cst.Name) and a.value.value == root.value for a in c.args) for c in calls)
+
+
+# The forms of sync that turn a result into output (a count in a summary line, a class index for a label):
+# in a step that writes each result out, these are the output; a branch on a tensor is not.
+_OUTPUT_FORMS = {"PFL102", "PFL104", "PFL106", "PFL107"}
+_NMS = {"nms", "batched_nms", "nms_rotated", "soft_nms", "multiclass_nms"}
+_OUTPUTS = ("imwrite", "imsave", "savefig", "save_image", "box_label", "imshow", "write_frame")
+
+
+def _writes_out(model: FileModel, call: cst.Call) -> bool:
+    """A call that writes one result out: an image or video file, a drawn box."""
+    name = dotted(call.func) or ""
+    last = name.rsplit(".", 1)[-1]
+    return last in _OUTPUTS or last == "write" and "writer" in name.lower() or last == "save" and (
+        "img" in name.lower() or "image" in name.lower() or "im." in name.lower())
+
+
+def _exit_tests(model: FileModel) -> list[cst.BaseExpression]:
+    """The conditions that end a loop or a function: `if ...: break` / `return`, and `while ...:`."""
+    found = model._memo.get("exit-tests")
+    if found is None:
+        found = model._memo["exit-tests"] = [w.test for w in model.nodes(cst.While)]
+        for node in model.nodes(cst.If):
+            body = getattr(node.body, "body", ())
+            lines = [s for s in body if isinstance(s, cst.SimpleStatementLine)]
+            if lines and len(lines) == len(body) and any(isinstance(small, (cst.Break, cst.Return))
+                                                         for line in lines for small in line.body):
+                found.append(node.test)
+    return found
+
+
+def _names_in(model: FileModel, node: cst.CSTNode) -> list[cst.Name]:
+    key = ("names-in", node)
+    found = model._memo.get(key)
+    if found is None:
+        from perflint.tree import find_all
+
+        found = model._memo[key] = [n for n in find_all(node, cst.Name) if n in model.sites]
+    return found
 
 
 def _inside(model: FileModel, node: cst.CSTNode, outer: cst.CSTNode) -> bool:

@@ -5,7 +5,7 @@ from perflint.model import torchapi as api
 from perflint.model.names import factory_sizes, is_false, keyword, one_line
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
-from perflint.model.values import NDARRAY, ON_HOST, TENSOR, Values
+from perflint.model.values import NDARRAY, ON_HOST, OTHER, TENSOR, Values
 from perflint.rule import Rule
 from perflint.rules.transfers.moves import moves_to_device
 
@@ -74,7 +74,7 @@ random factories, whose device generator draws other numbers than the CPU's for 
             if factory in _ZERO_COPY and not _made_by_numpy(model, values, origin):
                 continue
             if factory not in api.FACTORIES and factory not in api.FROM_DATA or _no_elements(factory, origin) \
-                    or _pinned(origin):
+                    or _pinned(origin) or _filled_on_host(model, origin) or _data_gains_nothing(values, factory, origin):
                 continue
             made, moved = steps.at(origin), steps.at(move.call)
             step = made.both(moved)
@@ -92,6 +92,34 @@ random factories, whose device generator draws other numbers than the CPU's for 
                         replacement=replacement, fix_node=fix_node,
                         evidence=(("copied to the device by `{}`", move.call), *move.why[1:2], *made.why[:2]),
                         step=step)
+
+
+def _filled_on_host(model: FileModel, origin: cst.Call) -> bool:
+    """`ids = torch.full((b, t), pad)` then `ids[i, :len(x)] = torch.tensor(x)` row by row: a staging buffer
+    filled from host data and moved once. Made on the device, each row would be a copy of its own."""
+    frame, order = model.site(origin)
+    bound = next((a for a in model.nodes(cst.Assign) if a.value is origin and len(a.targets) == 1
+                  and isinstance(a.targets[0].target, cst.Name)), None)
+    if bound is None:
+        return False
+    name = bound.targets[0].target.value
+    for assign in model.nodes(cst.Assign):
+        for target in assign.targets:
+            t = target.target
+            if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value == name \
+                    and model.sites[assign][1] > order and model.sites[assign][0].function is frame.function:
+                return True
+    return False
+
+
+def _data_gains_nothing(values: Values, factory: str, origin: cst.Call) -> bool:
+    """`torch.tensor(token_rows)`, `torch.Tensor(t)` of a tensor: data held in a Python list or already in a
+    tensor crosses once either way; `torch.as_tensor(data, device=...)` would copy just as much. A display
+    of a few values (`torch.Tensor([[word]])`) is not data: `torch.full(..., device=)` makes it there."""
+    if factory not in api.FROM_DATA or not origin.args or not isinstance(origin.args[0].value, cst.Name):
+        return False
+    v = values.value(origin.args[0].value)
+    return v.kind == TENSOR or v.items is not None or v.element is not None and v.kind == OTHER
 
 
 def _pinned(factory: cst.Call) -> bool:
