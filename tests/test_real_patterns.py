@@ -929,3 +929,115 @@ def test_data_parallel_as_the_fallback_of_a_ddp_helper_is_quiet():
                 opt.step()
     """
     assert "PFL701" not in [code for _, code in codes({"train.py": src})]
+
+
+# ---- the seventh blind review (latent-diffusion, pytorch-cifar, litgpt, hifi-gan) ---------------------
+
+def test_arithmetic_on_losses_and_counts_is_not_a_chain_over_tensors():
+    src = """
+        import torch
+        import torch.nn.functional as F
+        from models import generator_loss, feature_loss
+
+        def train(generator, mpd, loader, opt):
+            for x, y in loader:
+                y_hat = generator(x.cuda(non_blocking=True))
+                loss_mel = F.l1_loss(y, y_hat) * 45
+                loss_fm = feature_loss(mpd(y), mpd(y_hat))
+                loss_gen, per_scale = generator_loss(mpd(y_hat))
+                loss_all = loss_gen + loss_fm + loss_mel + loss_fm
+                loss_all.backward()
+                opt.step()
+
+        def chunked_cross_entropy(logits, targets, ignore_index=-100):
+            losses = [F.cross_entropy(l, t, reduction="none") for l, t in zip(logits, targets.split(64))]
+            count = (targets != ignore_index).sum()
+            return torch.cat(losses).sum() / count.maximum(torch.ones_like(count))
+    """
+    assert [f for f in codes({"train.py": src}) if f[1] == "PFL301"] == []
+
+
+def test_a_script_converting_a_folder_file_by_file_is_not_a_loop_of_steps():
+    src = """
+        import os
+        import torch
+
+        def inference(generator, input_dir, device):
+            filelist = os.listdir(input_dir)
+            with torch.no_grad():
+                for name in filelist:
+                    wav = torch.FloatTensor(load_wav(os.path.join(input_dir, name))).to(device)
+                    audio = generator(wav.unsqueeze(0)).squeeze()
+                    write(name, audio.cpu().numpy())
+    """
+    assert codes({"inference.py": src}) == []
+
+
+def test_a_generator_streaming_each_token_reads_it_by_design():
+    src = """
+        import torch
+
+        @torch.inference_mode()
+        def generate(model, prompt, max_new_tokens, stop_tokens=()):
+            token = prompt
+            for _ in range(max_new_tokens):
+                token = model(token.view(1, -1))[:, -1].argmax(-1)
+                int_token = token.item()
+                if int_token in stop_tokens:
+                    return
+                yield int_token
+    """
+    assert codes({"generate.py": src}) == []
+
+
+def test_lazy_xla_tensors_are_not_linted_as_eager_cuda_code():
+    src = """
+        import torch
+        import torch_xla.core.xla_model as xm
+
+        def generate(model, idx, steps, eos_id=None):
+            for _ in range(steps):
+                logits = model(idx)
+                idx_next = logits[:, -1].argmax(-1)
+                xm.mark_step()
+                if idx_next == eos_id:
+                    break
+    """
+    assert codes({"xla_generate.py": src}) == []
+
+
+def test_the_single_tensor_loop_of_a_foreach_optimizer_is_its_fallback():
+    import libcst as cst
+
+    from perflint.model.program import FileModel, Walker
+    from perflint.model.steps import Steps
+
+    src = textwrap.dedent("""
+        import torch
+
+        class Lion(torch.optim.Optimizer):
+            def __init__(self, params, lr=1e-4, *, foreach=None):
+                super().__init__(params, dict(lr=lr, foreach=foreach))
+
+            @torch.no_grad()
+            def step(self):
+                for group in self.param_groups:
+                    func = _multi_tensor_lion if group["foreach"] else _single_tensor_lion
+                    func(group["params"], group["lr"])
+
+        def _single_tensor_lion(params, lr):
+            for p in params:
+                p.add_(torch.sign(p.grad), alpha=-lr)
+
+        def _multi_tensor_lion(params, lr):
+            torch._foreach_add_(params, [p.grad for p in params], alpha=-lr)
+    """)
+
+    def per_step(text):
+        model = FileModel("lion.py", cst.parse_module(text), None, text)
+        Walker(model, {}, {}, {}).walk(model.module)
+        steps = Steps.of(model)
+        return {f.name: steps.function(f).hot for f in model.functions if f.name.endswith("_lion")}
+
+    assert per_step(src) == {"_single_tensor_lion": False, "_multi_tensor_lion": True}  # torch picks foreach
+    assert per_step(src.replace("foreach=None", "foreach=False"))["_single_tensor_lion"]  # asked for by default

@@ -74,7 +74,7 @@ def is_test_path(path: str) -> bool:
 class Scan:
     """The imports and a few telling words of one file's text."""
 
-    __slots__ = ("path", "imports", "torch_direct", "other_framework", "device_work", "compile_guards",
+    __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines")
 
     def __init__(self, path: str, text: str) -> None:
@@ -97,7 +97,10 @@ class Scan:
                 if level == 0 and module:
                     heads.add(module.split(".")[0])
         self.defines = set(_DEFINES.findall(text))  # top-level functions and classes
-        self.torch_direct = bool(heads & api.TORCH_PACKAGES)
+        # torch_xla's lazy tensors run as graphs cut at `mark_step()`: the CUDA stream's syncs and copies that the
+        # rules reason about do not happen there, so such a file is not linted as eager PyTorch.
+        self.xla = "torch_xla" in heads
+        self.torch_direct = bool(heads & api.TORCH_PACKAGES) and not self.xla
         self.other_framework = bool(heads & api.OTHER_FRAMEWORKS)
         self.device_work = bool(_DEVICE_WORK.search(text))
         self.default_device = bool(_DEFAULT_DEVICE.search(text))
@@ -239,7 +242,7 @@ class Project:
         self._torch[path] = False  # an import cycle proves nothing
         scan = self.scans[path]
         result = scan.torch_direct
-        if not result and not scan.other_framework:
+        if not result and not scan.other_framework and not scan.xla:
             result = any(self.is_torch(dep) for level, module, names in scan.imports
                          for dep in self.resolve(path, level, module, names) if dep != path)
         self._torch[path] = result

@@ -3,8 +3,8 @@
 A loop is a *step* loop when it iterates a data loader, or when each iteration does a step's work
 (a module's forward, `.backward()`, an optimizer or environment step) and it is not a loop of a few
 constant iterations. A loop whose iterations each run a whole step loop (epochs, hyper-parameter
-trials) is an *outer* loop: its own body runs once per epoch. Loops that wait for `input()` or only
-plot are *cold*. Other loops (over a module's blocks, a few micro-batches) are *neutral*: their body
+trials) is an *outer* loop: its own body runs once per epoch. Loops that wait for `input()`, only
+plot, or walk the files of a folder (a script converting file by file) are *cold*. Other loops (over a module's blocks, a few micro-batches) are *neutral*: their body
 runs as often as the code around them.
 
 Code is on the per-step path when the nearest deciding frame around it is a step loop, or when its
@@ -27,6 +27,7 @@ from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, 
 STEP, OUTER, SMALL, NEUTRAL, COLD = "step", "outer", "small", "neutral", "cold"
 _SMALL_RANGE = 16  # `for i in range(k)` with a literal k at most this is a few fixed iterations
 _STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "forward", "__call__"}
+_LISTINGS = {"os.listdir", "os.scandir", "os.walk", "glob.glob", "glob.iglob"}
 _CACHING = {"lru_cache", "cache", "cached_property"}
 _WRAPPERS = {"enumerate", "tqdm", "iter", "zip", "trange", "track", "progress_bar", "reversed", "islice",
              "chain", "cycle", "prefetch", "Prefetcher", "PrefetchLoader", "MetricLogger.log_every", "log_every"}
@@ -179,6 +180,9 @@ class Steps:
         cached = next((d for d in info.decorators if d.rsplit(".", 1)[-1] in _CACHING), None)
         if cached is not None:  # runs again only for arguments it has not seen
             return Step(False, ((f"computed once per argument and kept: `@{cached}`", info.node.name),))
+        if self._foreach_fallback(info):
+            return Step(False, ((f"`{info.name}` is the single-tensor fallback of an optimizer whose foreach "
+                                 f"path runs by default on a GPU", info.node.name),))
         if info.cls is not None and info.name in _STEP_HOOKS and self.values.is_module_class(info.cls):
             return Step(True, ((f"runs every step: `{info.cls.name}.{info.name}`", info.node.name),))
         if info.cls is not None and info.name == "step" and any(
@@ -212,6 +216,20 @@ class Steps:
             return Step(False, in_outer.why, tuple(dict.fromkeys(roots)), outer=True)
         return Step(False, unless=tuple(dict.fromkeys(roots))) if roots else NOT_PER_STEP
 
+    def _foreach_fallback(self, info: FunctionInfo) -> bool:
+        """`_single_tensor_adamw` beside `_multi_tensor_adamw`, in an optimizer whose `foreach` defaults to None
+        (torch then picks the multi-tensor path for CUDA tensors) or True: the per-parameter loop runs only
+        when asked for. With `foreach=False` by default it is the path that runs."""
+        if not info.name.startswith("_single_tensor_") or info.cls is not None:
+            return False
+        twin = "_multi_tensor_" + info.name[len("_single_tensor_"):]
+        if not any(f.name == twin for f in self.model.functions):
+            return False
+        defaults = [p.default for f in self.model.functions if f.name == "__init__"
+                    for p in (*f.node.params.params, *f.node.params.kwonly_params)
+                    if p.name.value == "foreach" and p.default is not None]
+        return not any(isinstance(d, cst.Name) and d.value == "False" for d in defaults)
+
     # ---- loops --------------------------------------------------------------------------------------------
     def loop_kind(self, frame: Frame) -> LoopKind:
         found = self.loop_kinds.get(frame)
@@ -239,6 +257,10 @@ class Steps:
             v = self.values.value(source)
             if v.kind == LOADER:
                 return LoopKind(STEP, (("runs every step: loop over `{}`", source),))
+        listing = next((s for s in sources if self._file_listing(s)), None)
+        if listing is not None and not any(self._trains(c) for c in calls):
+            return LoopKind(COLD, (("a loop over the files of a folder (`{}`): each iteration reads and writes "
+                                    "files", listing),))
         inner = self.inner_step_loop(frame, calls)
         if inner is not None:
             # An RL loop steps the environment and updates the critic itself, with a few actor updates in
@@ -270,6 +292,20 @@ class Steps:
         if any(_plots(model, call) for call in calls):
             return LoopKind(COLD, (("a loop that plots", node),))
         return LoopKind(NEUTRAL)
+
+    def _file_listing(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """`os.listdir(d)`, `glob.glob(p)`, `Path(d).iterdir()`, `sorted(...)` of one, or a name bound to one:
+        a script that processes a folder file by file, bound by reading and writing files."""
+        if isinstance(node, cst.Name) and depth < 3:
+            reaching = self.values.reaching_bindings(node) or []
+            return bool(reaching) and all(b.how == "assign" and not b.path and b.value is not None
+                                          and self._file_listing(b.value, depth + 1) for b in reaching)
+        if not isinstance(node, cst.Call):
+            return False
+        name = self.model.qualname(node.func) or dotted(node.func) or ""
+        if name in ("sorted", "list") and node.args:
+            return self._file_listing(node.args[0].value, depth + 1)
+        return name in _LISTINGS or method_name(node) in ("iterdir", "glob", "rglob")
 
     def _few(self, iterable: cst.CSTNode, sources: list) -> bool:
         """A loop of a few fixed iterations: `range(3)`, `for x in (a, b, c)`, `for k in ["a", "b"]`."""

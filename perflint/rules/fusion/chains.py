@@ -26,6 +26,7 @@ _REDUCTIONS = {"mean", "sum", "std", "var", "norm", "max", "min", "amax", "amin"
                "all", "any", "argmax", "argmin", "count_nonzero", "median"}
 _NAMESPACES = ("torch", "torch.nn.functional", "torch.special")
 MIN_OPS = 3
+_LIKE = {f"torch.{f}_like" for f in ("ones", "zeros", "full", "empty", "rand", "randn", "randint")}
 
 
 @dataclass
@@ -223,15 +224,28 @@ class _Finder:
                 return False  # a constant of a few elements
             if _a_loss(node):
                 return False  # `F.mse_loss(a, b)`, `criterion(out, y)`: 0-dim with the default reduction
+            if qual in _LIKE and node.args and depth < 3 and self._zero_dim(node.args[0].value):
+                return False  # `torch.ones_like(count)` of a reduction's 0-dim result
         if isinstance(node, cst.Name) and depth < 3:
             sources = self.values.sources(node)
             if sources:
                 return any(self._array(s, depth + 1) for s in sources)
+            reaching = self.values.reaching_bindings(node) or []
+            if reaching and all(b.how == "assign" and b.path in ((), (0,)) and isinstance(b.value, cst.Call)
+                                and _a_loss(b.value) for b in reaching):
+                return False  # `loss_gen, per_scale = generator_loss(outputs)`: a loss comes first
         op = self._op(node) if depth < 4 else None
         if op is not None:
             return any(self._array(o, depth + 1) for o in op[1])
         v = self.values.value(node)
         return v.kind == TENSOR or v.kind is None and v.device == ON_DEVICE
+
+    def _zero_dim(self, node: cst.CSTNode) -> bool:
+        """The 0-dim result of a whole-tensor reduction (`(t != pad).sum()`), or a name holding only that."""
+        sources = self.values.sources(node) if isinstance(node, cst.Name) else [node]
+        return bool(sources) and all(isinstance(s, cst.Call) and not self._array(s) and (
+            method_name(s) in _REDUCTIONS or (self.model.qualname(s.func) or "").rsplit(".", 1)[-1] in _REDUCTIONS)
+            for s in sources)
 
     def _large(self, node: cst.CSTNode, depth: int = 0) -> bool:
         """Whether a tensor has as many elements as the data a step works on: not the 0-dim or pooled output

@@ -370,6 +370,9 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
             return True
     if any(y.value is node for y in model.nodes(cst.Yield)):
         return True
+    if frame.function is not None and frame.function.yields and frame.loop is not None \
+            and site.code in ("PFL101", "PFL102") and not any(steps.trains(c) for c in steps.calls_in(frame.loop)):
+        return True  # a generator streaming what each iteration makes (`int_token = token.item()`, then stop checks)
     if site.code not in _OUTPUT_FORMS:
         return False
     loop, outermost = frame.loop, None
