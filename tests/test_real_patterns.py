@@ -1041,3 +1041,101 @@ def test_the_single_tensor_loop_of_a_foreach_optimizer_is_its_fallback():
 
     assert per_step(src) == {"_single_tensor_lion": False, "_multi_tensor_lion": True}  # torch picks foreach
     assert per_step(src.replace("foreach=None", "foreach=False"))["_single_tensor_lion"]  # asked for by default
+
+
+# ---- the eighth blind review (PyTorch-GAN, segment-anything, whisper, pytorch-tutorial) -----------------
+
+def test_a_gan_loop_reading_losses_in_the_generator_update_every_n_critic_batches():
+    src = """
+        import torch
+
+        def train(generator, discriminator, loader, opt_g, opt_d, n_critic=5):
+            for i, imgs in enumerate(loader):
+                real = imgs.cuda(non_blocking=True)
+                loss_d = -discriminator(real).mean() + discriminator(generator(real)).mean()
+                loss_d.backward()
+                opt_d.step()
+                if i % n_critic == 0:
+                    loss_g = -discriminator(generator(real)).mean()
+                    loss_g.backward()
+                    opt_g.step()
+                    print(f"D {loss_d.item()} G {loss_g.item()}")   # every k batches: already the fix
+                lambda_cyc, lambda_id = 10.0, 5.0
+                loss_total = loss_d + lambda_cyc * loss_d + lambda_id * loss_d   # a few 0-dim numbers
+    """
+    assert [f for f in codes({"wgan.py": src}) if f[1] in ("PFL101", "PFL106", "PFL301")] == []
+
+
+def test_a_grid_of_sample_images_grown_with_cat_and_saved_is_not_quadratic_data():
+    src = """
+        import torch
+        from torchvision.utils import save_image
+
+        def sample_images(generator, imgs, label_changes):
+            img_samples = None
+            for changes in label_changes:
+                row = torch.cat([x for x in generator(imgs, changes)], -1)
+                img_samples = row if img_samples is None else torch.cat((img_samples, row), -2)
+            save_image(img_samples, "images/sample.png")
+
+        def features(model, loader):
+            feats = torch.zeros(0, 512)
+            for x in loader:
+                feats = torch.cat([feats, model(x)])
+            return feats
+    """
+    assert [f for f in codes({"stargan.py": src}) if f[1] == "PFL302"] == [(15, "PFL302")]
+
+
+def test_an_onnx_wrapper_an_int_repeat_count_and_an_rnn_model():
+    src = """
+        import torch
+        import torch.nn as nn
+
+        class SamOnnxModel(nn.Module):
+            def forward(self, coords, labels):
+                return coords[labels > 0]          # traced once for export, never run per step
+
+        class Decoder(nn.Module):
+            def forward(self, image_embeddings, tokens):
+                return torch.repeat_interleave(image_embeddings, tokens.shape[0], dim=0)   # a host int
+
+        class RNNLM(nn.Module):
+            def __init__(self, vocab, hidden):
+                super().__init__()
+                self.embed = nn.Embedding(vocab, hidden)
+                self.lstm = nn.LSTM(hidden, hidden, batch_first=True)
+                self.linear = nn.Linear(hidden, vocab)
+
+            def forward(self, x, h):
+                out, h = self.lstm(self.embed(x), h)
+                return self.linear(out), h
+
+        def train(loader, opt):
+            model = RNNLM(10000, 1024).cuda()
+            for x, y in loader:
+                out, _ = model(x.cuda(non_blocking=True), None)
+                out.mean().backward()
+                opt.step()
+    """
+    assert codes({"sam.py": src}) == []
+
+
+def test_a_gate_that_holds_all_of_the_training_is_the_step_itself():
+    src = """
+        import torch
+
+        def train(envs, q_network, rb, opt, device, total_timesteps, update_frequency=4):
+            obs, _ = envs.reset()
+            for global_step in range(total_timesteps):
+                actions = q_network(torch.as_tensor(obs, device=device)).argmax(1).cpu().numpy()
+                obs, rewards, dones, _, _ = envs.step(actions)
+                if global_step % update_frequency == 0:
+                    data = rb.sample(256)
+                    loss = (q_network(data.observations) - data.rewards).pow(2).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    alpha = loss.detach().exp().item()      # every update: the update is the step
+    """
+    assert (15, "PFL101") in codes({"sac_atari.py": src})

@@ -129,6 +129,24 @@ class Steps:
                 return NOT_PER_STEP
         return NOT_PER_STEP
 
+    def every_k_gate(self, frame: Frame) -> Frame | None:
+        """The `if i % k == 0:` gate around a node inside the nearest loop when the loop also trains outside it
+        (a WGAN's generator update every n_critic batches beside the critic's every batch): what it holds runs
+        every k steps. A gate that holds all of the loop's training (an RL loop that updates every 4th
+        environment step) is the step itself."""
+        gate = None
+        for f in frame.chain():
+            if gate is None and f.kind == "gate" and _every_k(f):
+                gate = f
+            elif f.kind in ("loop", "comprehension"):
+                if gate is None:
+                    return None
+                outside = [c for c in self.calls_in(f) if not gate.encloses(self.model.sites[c][0])]
+                return gate if any(method_name(c) == "backward" for c in outside) else None
+            elif f.kind in ("function", "lambda", "class", "module"):
+                return None
+        return None
+
     def _once_per_loop(self, branch: Frame) -> bool:
         """`if t == 0:` in a function whose `t` is the counter of the loops that call it (`for t in
         reversed(range(T)): x = self.p_sample(x, t)`): once per loop, as the same test inside the loop is."""
@@ -183,6 +201,9 @@ class Steps:
         if self._foreach_fallback(info):
             return Step(False, ((f"`{info.name}` is the single-tensor fallback of an optimizer whose foreach "
                                  f"path runs by default on a GPU", info.node.name),))
+        if info.cls is not None and "onnx" in info.cls.name.lower():
+            return Step(False, ((f"`{info.cls.name}` is a module built for ONNX export: traced once, not run",
+                                 info.node.name),))
         if info.cls is not None and info.name in _STEP_HOOKS and self.values.is_module_class(info.cls):
             return Step(True, ((f"runs every step: `{info.cls.name}.{info.name}`", info.node.name),))
         if info.cls is not None and info.name == "step" and any(

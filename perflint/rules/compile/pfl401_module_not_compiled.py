@@ -95,6 +95,8 @@ warm): the eager backend does not fuse, so it would prove nothing.
         for origin, (call, step) in runs.items():
             if origin in compiled or not self._on_device(model, values, call):
                 continue  # a model that stays on the CPU (a toy, a tutorial): compiling it is not the point
+            if _recurrent(model, origin):
+                continue  # built around a cuDNN RNN, which torch.compile leaves as one opaque call
             name = _bound_name(model, origin) or "model"
             self.report(model, origin, self.message.format(name=name),
                         evidence=(("runs every step: `{}`", call), *step.why[:2]))
@@ -159,6 +161,26 @@ def _worth_compiling(model: FileModel, origin: cst.CSTNode) -> bool:
     if qual.startswith("torch.nn."):
         return qual in _CONTAINERS
     return True
+
+
+_RNNS = {"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"}
+
+
+def _recurrent(model: FileModel, origin: cst.CSTNode) -> bool:
+    """A model of this file whose `__init__` builds an `nn.LSTM`/`GRU`/`RNN` and no convolution: its time goes
+    to the cuDNN RNN kernel, which `torch.compile` does not trace into, and what is left (an embedding, a
+    linear head) has little to fuse; fed batches of varying length it would also recompile. An agent with a
+    convolutional trunk before its LSTM still gains."""
+    while isinstance(origin, cst.Call) and isinstance(origin.func, cst.Attribute):
+        origin = origin.func.value  # `RNNLM(...).to(device)`
+    if not (isinstance(origin, cst.Call) and isinstance(origin.func, cst.Name)):
+        return False
+    cls = model.classes.get(origin.func.value)
+    if cls is None:
+        return False
+    built = [model.qualname(c.func) or "" for f in model.functions if f.cls is cls and f.name == "__init__"
+             for c in f.calls]
+    return any(q in _RNNS for q in built) and not any(q.startswith("torch.nn.Conv") for q in built)
 
 
 def _bound_name(model: FileModel, origin: cst.CSTNode) -> str | None:

@@ -77,9 +77,13 @@ project's configuration never runs (a sampler no script calls, a mode no config 
 
 def _in_a_python_loop(steps: Steps, frame) -> bool:
     """A chain inside a loop of many iterations per step (a GAE over time steps): small tensors, but the
-    launches add up."""
+    launches add up. Not the step loop itself: there a chain on a few numbers (a weighted sum of losses)
+    launches a handful of tiny kernels once per step."""
     loop = frame.loop
-    return loop is not None and steps.loop_kind(loop).kind != "small"
+    if loop is None:
+        return False
+    kind = steps.loop_kind(loop)
+    return kind.kind == "neutral" or kind.kind == "step" and kind.device_ops_only
 
 
 # Activations torch has as one fused op: a function or class of this name is a fallback for old versions.

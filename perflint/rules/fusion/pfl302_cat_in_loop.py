@@ -1,6 +1,7 @@
 import libcst as cst
 
 from perflint.model.names import dotted
+from perflint.model.steps import Steps
 from perflint.tree import find_all
 
 from perflint.rule import Rule
@@ -38,8 +39,22 @@ Quiet when the growing tensor is also read elsewhere in the loop (autoregressive
 `idx = torch.cat([idx, next_token], 1)` feeding `model(idx)`): the loop needs the whole tensor every step,
 so a list does not help there (preallocate the full buffer and write into slices instead). Matches only a
 literal list or tuple holding the assigned name itself (`t = torch.cat([t, x])`,
-`self.buf = torch.cat((self.buf, x), dim=1)`), including inside `a if cond else b`.
+`self.buf = torch.cat((self.buf, x), dim=1)`), including inside `a if cond else b`. Quiet in a loop of a few
+iterations and for a grid of sample images assembled to be saved (`save_image(img_samples)`): a picture
+of a few rows, drawn now and then, not data that grows with the run.
 """
+
+    def visit_Module(self, node: cst.Module, model) -> None:
+        self._grown: list[tuple[cst.Call, str]] = []
+
+    def finish(self, model) -> None:
+        steps = Steps.of(model)
+        for value, name in self._grown:
+            frame = model.frame_of(value)
+            loop = frame.loop
+            if loop is not None and steps.loop_kind(loop).kind in ("small", "cold") or _saved(model, frame, name):
+                continue  # a few rows, or a grid of sample images assembled to be saved
+            self.report(model, value, self.message.format(name=name, func=dotted(value.func)))
 
     def visit_Assign(self, node: cst.Assign, model) -> None:
         if not model.in_loop or len(node.targets) != 1:
@@ -53,7 +68,21 @@ literal list or tuple holding the assigned name itself (`t = torch.cat([t, x])`,
                     and isinstance(value.args[0].value, (cst.List, cst.Tuple)) \
                     and any(dotted(e.value) == name for e in value.args[0].value.elements) \
                     and not _read_elsewhere(model.loops[-1], node, name):
-                self.report(model, value, self.message.format(name=name, func=dotted(value.func)))
+                self._grown.append((value, name))
+
+
+_IMAGE_OUT = ("save_image", "imsave", "imwrite", "savefig", "make_grid", "add_image", "add_images")
+
+
+def _saved(model, frame, name: str) -> bool:
+    """Whether the grown tensor goes to an image file or a grid (`save_image(img_samples, ...)`): a picture of a
+    few samples, drawn now and then, not data that grows with the run."""
+    calls = frame.function.calls if frame.function is not None else model.calls
+    for call in calls:
+        if (dotted(call.func) or "").rsplit(".", 1)[-1] in _IMAGE_OUT and any(
+                dotted(n) == name for a in call.args for n in find_all(a.value, (cst.Name, cst.Attribute))):
+            return True
+    return False
 
 
 def _read_elsewhere(loop: cst.CSTNode, assign: cst.Assign, name: str) -> bool:

@@ -173,6 +173,8 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
         site.step = step
         if not step.hot and not step.unless:
             continue
+        if site.code != "PFL109" and steps.every_k_gate(step_frame) is not None:
+            continue  # read every k steps already: what the fix would make of it
         if site.code == "PFL105" and frame.loop is None:
             continue  # a branch of a forward or a helper: often an optional input's path; `if t:` in a loop is the pattern
         if site.code == "PFL109" and (site.helper or _timing_or_retry(model, steps, frame)):
@@ -511,8 +513,21 @@ def _sized(model: FileModel, call: cst.Call, op: str) -> bool:
         return False
     if keyword(call, "output_size") is not None:
         return True
-    repeats = keyword(call, "repeats") or positional(call, 0 if method_name(call) == op else 1)
-    return repeats is None or Values.of(model).value(repeats.value).kind != TENSOR
+    function = (model.qualname(call.func) or "").startswith("torch.")  # torch.repeat_interleave(x, repeats)
+    repeats = keyword(call, "repeats") or positional(call, 1 if function else 0)
+    if repeats is None or _a_size(repeats.value):
+        return True
+    return Values.of(model).value(repeats.value).kind != TENSOR
+
+
+def _a_size(node: cst.CSTNode) -> bool:
+    """`x.shape[0]`, `x.size(0)`, `len(x)`, `4`: a Python int, known on the host."""
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.Subscript):
+        return isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape"
+    return isinstance(node, cst.Call) and (method_name(node) in ("size", "numel", "dim")
+                                           or isinstance(node.func, cst.Name) and node.func.value == "len")
 
 
 def _waits_on_stream(model: FileModel, call: cst.Call) -> bool:
