@@ -1139,3 +1139,129 @@ def test_a_gate_that_holds_all_of_the_training_is_the_step_itself():
                     alpha = loss.detach().exp().item()      # every update: the update is the step
     """
     assert (15, "PFL101") in codes({"sac_atari.py": src})
+
+
+# ---- the ninth blind review (rl_games, llm.c, deep-text-recognition-benchmark, SimCLR) ------------------
+
+def test_a_validation_block_behind_an_interval_that_defaults_to_zero_is_off():
+    src = """
+        import argparse
+        import torch
+
+        def main(args, model, train_loader, val_loader, opt):
+            for step in range(args.num_iterations):
+                if args.val_loss_every > 0 and step % args.val_loss_every == 0:
+                    val_loss = 0.0
+                    for _ in range(20):
+                        x, y = val_loader.next_batch()
+                        _, loss = model(x.cuda(), y.cuda())
+                        val_loss += loss.item()
+                x, y = train_loader.next_batch()
+                _, loss = model(x.cuda(), y.cuda())
+                loss.backward()
+                opt.step()
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--val_loss_every", type=int, default=0)
+            parser.add_argument("--num_iterations", type=int, default=10)
+            main(parser.parse_args(), None, None, None, None)
+    """
+    assert [f for f in codes({"train_gpt2.py": src}) if f[1] == "PFL101"] == []
+
+
+def test_a_batch_built_from_host_data_and_sliced_is_data_that_must_cross():
+    src = """
+        import numpy as np
+        import torch
+
+        class Loader:
+            def next_batch(self):
+                buf = self.tokens[self.pos: self.pos + self.B * self.T + 1]
+                buf = torch.tensor(buf.astype(np.int32), dtype=torch.long)
+                return buf[:-1].view(self.B, self.T), buf[1:].view(self.B, self.T)
+
+        def train(model, loader, opt, device, steps):
+            for step in range(steps):
+                x, y = loader.next_batch()
+                x, y = x.to(device), y.to(device)
+                model(x, y).backward()
+                opt.step()
+    """
+    assert [f for f in codes({"train.py": src}) if f[1] == "PFL201"] == []
+
+
+def test_silu_is_advised_for_a_self_gated_product_only():
+    src = """
+        import torch
+
+        class Block(torch.nn.Module):
+            def forward(self, x, h):
+                return (x + h) * torch.sigmoid(x + h) * 2.0
+
+        class Gate(torch.nn.Module):
+            def forward(self, x, h):
+                return self.conv(x) * torch.sigmoid(self.gate(x) + h) * 2.0
+    """
+    found = {f.line: f.message for f in run({"block.py": src}) if f.code == "PFL301"}
+    assert "F.silu" in found[6] and "F.silu" not in found[10]
+
+
+def test_a_host_arange_moved_to_the_device_of_an_input_is_reported():
+    src = """
+        import math
+        import torch as th
+
+        def timestep_embedding(timesteps, dim, max_period=10000):
+            half = dim // 2
+            freqs = th.exp(-math.log(max_period) * th.arange(start=0, end=half, dtype=th.float32) / half
+                           ).to(device=timesteps.device)
+            args = timesteps[:, None].float() * freqs[None]
+            return th.cat([th.cos(args), th.sin(args)], dim=-1)
+
+        class UNet(th.nn.Module):
+            def forward(self, x, timesteps):
+                return self.body(x, timestep_embedding(timesteps, self.dim))
+
+        def train(model, loader, opt):
+            for x, t in loader:
+                model(x.cuda(non_blocking=True), t.cuda(non_blocking=True)).mean().backward()
+                opt.step()
+    """
+    assert (7, "PFL201") in codes({"nn.py": src})
+
+
+def test_a_method_inherited_by_the_sampler_a_trainer_builds_by_default_runs_every_step():
+    files = {
+        "resample.py": """
+            import numpy as np
+            import torch as th
+
+            class ScheduleSampler:
+                def sample(self, batch_size, device):
+                    w = self.weights()
+                    p = w / np.sum(w)
+                    indices_np = np.random.choice(len(p), size=(batch_size,), p=p)
+                    indices = th.from_numpy(indices_np).long().to(device)
+                    return indices
+
+            class UniformSampler(ScheduleSampler):
+                def weights(self):
+                    return np.ones([1000])
+        """,
+        "train_util.py": """
+            from resample import UniformSampler
+
+            class TrainLoop:
+                def __init__(self, model, data, opt, device, schedule_sampler=None):
+                    self.model, self.data, self.opt, self.device = model, data, opt, device
+                    self.schedule_sampler = schedule_sampler or UniformSampler()
+
+                def run_loop(self):
+                    for batch in self.data:
+                        t = self.schedule_sampler.sample(batch.shape[0], self.device)
+                        self.model(batch.to(self.device, non_blocking=True), t).mean().backward()
+                        self.opt.step()
+        """,
+    }
+    assert (10, "PFL201") in codes(files, "resample.py")

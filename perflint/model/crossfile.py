@@ -98,6 +98,8 @@ def _instances(model: FileModel, classes: set[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for assign in model.nodes(cst.Assign):
         value = assign.value
+        if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.Or):
+            value = value.right  # `self.sampler = sampler or UniformSampler(diffusion)`: the default built here
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             value = value.func.value  # `Net(...).to(device).eval()`
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in classes:
@@ -189,6 +191,8 @@ class Reach:
                 if (callee, qualname) not in self.hot \
                         and (not requires or any((caller, r) in self.hot for r in requires)):
                     self.hot[(callee, qualname)] = (caller, where)
+                    for inherited in _inherited(project, callee, qualname):  # `UniformSampler.sample` runs
+                        self.hot.setdefault((callee, inherited), (caller, where))  # `ScheduleSampler.sample`
                     changed = True
         self._why: dict[tuple[str, str], str] = {}
 
@@ -210,6 +214,24 @@ class Reach:
             why = self._why[key] = f"`{qualname}` runs every step: called from {self.shown(caller)}" \
                 + (f" (line {line})" if line else "")
         return why
+
+
+def _inherited(project, path: str, qualname: str) -> list[str]:
+    """`Base.method` for `Sub.method` when `Sub` derives from `Base` in the same file (transitively): the method
+    a call on a subclass instance runs when the subclass does not define it."""
+    cls, _, method = qualname.partition(".")
+    if not method:
+        return []
+    bases = project.scans[path].bases
+    out, todo, seen = [], list(bases.get(cls, ())), {cls}
+    while todo:
+        base = todo.pop()
+        if base in seen or base not in bases and base not in project.scans[path].defines:
+            continue
+        seen.add(base)
+        out.append(f"{base}.{method}")
+        todo.extend(bases.get(base, ()))
+    return out
 
 
 def _ast_dotted(node: ast.AST) -> str | None:

@@ -27,6 +27,7 @@ _TRUE_DEFAULTS = (re.compile(r"^[ \t]*(\w+)\s*(?::\s*bool)?\s*=\s*True\b", re.MU
 _CUSTOM_TO = re.compile(r"^[ \t]+def to\(self", re.MULTILINE)
 _DEFAULT_DEVICE = re.compile(r"set_default_device|set_default_tensor_type\([^)]*cuda")
 _DEFINES = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
+_SUBCLASS = re.compile(r"^class[ \t]+(\w+)[ \t]*\(([\w., \t]+)\)[ \t]*:", re.MULTILINE)
 _TEST_NAME = re.compile(r"(?:^test_.*|.*_test|^conftest)\.(?:py|ipynb)$")
 
 
@@ -74,7 +75,7 @@ def is_test_path(path: str) -> bool:
 class Scan:
     """The imports and a few telling words of one file's text."""
 
-    __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "device_work", "compile_guards",
+    __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines")
 
     def __init__(self, path: str, text: str) -> None:
@@ -97,6 +98,10 @@ class Scan:
                 if level == 0 and module:
                     heads.add(module.split(".")[0])
         self.defines = set(_DEFINES.findall(text))  # top-level functions and classes
+        # Each top-level class's bases as written (`class UniformSampler(ScheduleSampler):`), for methods inherited
+        # within the file.
+        self.bases = {m.group(1): [b.strip().rsplit(".", 1)[-1] for b in m.group(2).split(",")]
+                      for m in _SUBCLASS.finditer(text)}
         # torch_xla's lazy tensors run as graphs cut at `mark_step()`: the CUDA stream's syncs and copies that the
         # rules reason about do not happen there, so such a file is not linted as eager PyTorch.
         self.xla = "torch_xla" in heads

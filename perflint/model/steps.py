@@ -75,6 +75,7 @@ class Steps:
         self._step_work: dict[FunctionInfo, tuple | None] = {}
         self._has_step_loop: dict[FunctionInfo, tuple | None] = {}
         self.once_per_loop: dict[Frame, bool] = {}
+        self.off: dict[Frame, cst.BaseExpression | None] = {}
 
     @staticmethod
     def of(model: FileModel) -> "Steps":
@@ -89,13 +90,14 @@ class Steps:
         return self.in_frame(frame)
 
     def in_frame(self, frame: Frame) -> Step:
+        off = self._off_by_default(frame)
+        if off is not None:  # a branch the defaults never take, however deep its own loops are
+            return Step(False, (("not with the defaults: `{}`", off),))
         gate: Frame | None = None
         for f in frame.chain():
             kind = f.kind
             if kind == "error":
                 return Step(False, (("only when raising an error", f.node),))
-            if f.condition is not None and self.values.default_truth(f.condition[0]) is (not f.condition[1]):
-                return Step(False, (("not with the defaults: `{}`", f.condition[0]),))
             if kind == "once":
                 return Step(False, (("computed once and kept: `{}`", f.node.test),))
             if f.condition is not None and _cpu_only(*f.condition):
@@ -128,6 +130,22 @@ class Steps:
             elif kind in ("class", "module"):
                 return NOT_PER_STEP
         return NOT_PER_STEP
+
+    def _off_by_default(self, frame: Frame) -> cst.BaseExpression | None:
+        """The condition of an enclosing branch that does not hold with the code's defaults (`if
+        args.val_loss_every > 0 and ...:` with a default of 0), memoized per frame."""
+        found = self.off.get(frame, False)
+        if found is False:
+            parent = self._off_by_default(frame.parent) if frame.parent is not None else None
+            if parent is not None:
+                found = parent
+            elif frame.condition is not None \
+                    and self.values.default_truth(frame.condition[0]) is (not frame.condition[1]):
+                found = frame.condition[0]
+            else:
+                found = None
+            self.off[frame] = found
+        return found
 
     def every_k_gate(self, frame: Frame) -> Frame | None:
         """The `if i % k == 0:` gate around a node inside the nearest loop when the loop also trains outside it

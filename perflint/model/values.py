@@ -641,6 +641,14 @@ class Values:
                     return (left in right) == isinstance(op, cst.In)
                 if isinstance(op, (cst.Is, cst.IsNot)):
                     return (left is right) == isinstance(op, cst.Is)
+                if isinstance(op, cst.GreaterThan):  # `args.sample_every > 0` with a default of 0
+                    return left > right
+                if isinstance(op, cst.GreaterThanEqual):
+                    return left >= right
+                if isinstance(op, cst.LessThan):
+                    return left < right
+                if isinstance(op, cst.LessThanEqual):
+                    return left <= right
             except TypeError:
                 return None
             return None
@@ -1141,10 +1149,11 @@ def _arith(node: cst.CSTNode, values: list[Value], keep_origin: bool = True, tor
     tensors = [v for v in items if v.kind == TENSOR]
     derived = [v for v in items if v.kind is None and v.device == ON_DEVICE]
     if not derived and not any(v.device == ON_DEVICE for v in tensors):
-        copied = next((v for v in items if v.device == ON_HOST and v.kind in (TENSOR, None) and copied_to_host(v)),
+        anchor = next((v for v in items if v.device == ON_HOST and v.kind in (TENSOR, None) and _sized_on_host(v)),
                       None)
-        if copied is not None:  # `flow.cpu() - flow_gt`: a device operand would not mix with a copied-back one
-            return Value(TENSOR, ON_HOST, copied.why)
+        if anchor is not None:  # `flow.cpu() - flow_gt`, `c * torch.arange(n) / half`: a device operand would not
+            origin = anchor.origin if keep_origin and anchor.origin is not None else None  # mix with these
+            return Value(TENSOR, ON_HOST, anchor.why, origin=origin)
     if tensors or torch_op:
         on_device = [v for v in tensors + derived if v.device == ON_DEVICE]
         if on_device:
@@ -1162,6 +1171,19 @@ def _arith(node: cst.CSTNode, values: list[Value], keep_origin: bool = True, tor
     if kinds == {NUMBER} or numbers and kinds <= {NUMBER, OTHER}:
         return NUMBER_VALUE
     return UNKNOWN
+
+
+_SIZED_FACTORIES = {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "rand", "randn",
+                    "randint", "randperm"}
+
+
+def _sized_on_host(v: Value) -> bool:
+    """A host tensor with elements for sure: copied back from the device, or made by a sized factory
+    (`torch.arange(n)`), not a 0-dim `torch.tensor(2.0)` that could still mix with device tensors."""
+    if copied_to_host(v):
+        return True
+    origin = v.origin
+    return isinstance(origin, cst.Call) and (dotted(origin.func) or "").rsplit(".", 1)[-1] in _SIZED_FACTORIES
 
 
 def copied_to_host(v: Value) -> bool:

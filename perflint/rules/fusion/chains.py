@@ -439,6 +439,25 @@ _AUG_NAMES = {cst.AddAssign: "add", cst.SubtractAssign: "sub", cst.MultiplyAssig
               cst.DivideAssign: "div", cst.PowerAssign: "pow"}
 
 
+def _self_gated(model: FileModel, root: cst.CSTNode) -> bool:
+    """`x * torch.sigmoid(x)` (SiLU): the sigmoid's argument is the operand it multiplies, not another tensor
+    (`conv(x) * torch.sigmoid(gate(x) + h)` is a gate, which `F.silu` would change)."""
+    def code(node: cst.CSTNode) -> str:
+        bare = node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node
+        return " ".join(model.module.code_for_node(bare).split())
+
+    for node in find_all(root, cst.BinaryOperation):
+        if not isinstance(node.operator, cst.Multiply):
+            continue
+        for gate, other in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(gate, cst.Call) and (dotted(gate.func) or "").rsplit(".", 1)[-1] == "sigmoid":
+                inner = gate.args[0].value if gate.args else gate.func.value if isinstance(gate.func, cst.Attribute) \
+                    else None
+                if inner is not None and code(inner) == code(other):
+                    return True
+    return False
+
+
 def hint(model: FileModel, chain: Chain) -> str:
     """A fused op that does this chain, when one is known; else `torch.compile`."""
     names = set(chain.names)
@@ -447,7 +466,7 @@ def hint(model: FileModel, chain: Chain) -> str:
         return '`F.gelu(x, approximate="tanh")`'
     if "relu6" in names:
         return "`F.hardswish` / `F.hardsigmoid`"
-    if "sigmoid" in names and "mul" in names and len(names) <= 3:
+    if "sigmoid" in names and "mul" in names and len(names) <= 3 and _self_gated(model, chain.root):
         return "`F.silu`"
     if "erf" in names:
         return "`F.gelu`"

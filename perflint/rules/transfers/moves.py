@@ -47,6 +47,8 @@ def device_move(model: FileModel, call: cst.Call) -> Move | None:
         if other.kind in (TENSOR, None) and other.device is not None:  # None: something known to be moved
             return Move(call, "cpu" if other.device == ON_HOST else "cuda", None, False, plain=False,
                         why=(("moved by `{}`", call), *other.why[:1]))
+        if other.kind == TENSOR and model.facts.device_work:
+            return Move(call, "cuda", None, False, plain=False, why=_follows(call, call.args[0].value))
         return None
     if method != "to":
         return None
@@ -54,8 +56,15 @@ def device_move(model: FileModel, call: cst.Call) -> Move | None:
     if arg is None:
         return None
     side, why = values.device_of(arg.value)
+    if side is None and isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "device" \
+            and model.facts.device_work and values.value(arg.value.value).kind in (TENSOR, None) \
+            and values.value(arg.value.value).device != ON_HOST:
+        side, why = ON_DEVICE, _follows(call, arg.value.value)[1:]  # `.to(timesteps.device)` of an input
     if side is None:
         other = values.value(arg.value)  # `x.to(y)`: to y's device (and dtype)
+        if other.kind is None and other.device is None and isinstance(arg.value, cst.Name) \
+                and model.facts.device_work and "type" not in arg.value.value.lower() and len(call.args) == 1:
+            return Move(call, "cuda", arg.value, non_blocking, plain=True, why=_follows(call, arg.value))
         if other.kind != TENSOR or other.device is None:
             return None
         side, why = other.device, other.why
@@ -63,6 +72,12 @@ def device_move(model: FileModel, call: cst.Call) -> Move | None:
         non_blocking = True  # x.to(dev, True) is x.to(dev, non_blocking=True)
     return Move(call, "cpu" if side == ON_HOST else "cuda", arg.value, non_blocking, plain=len(call.args) == 1,
                 why=(("moved by `{}`", call), *why[:1]))
+
+
+def _follows(call: cst.Call, tensor: cst.BaseExpression) -> tuple:
+    """Evidence for a move to wherever a tensor of unknown device lives (an input of `forward`, a batch): in a
+    program that puts its work on an accelerator, that is the device."""
+    return (("moved by `{}`", call), ("to the device of `{}`, where this program's tensors run", tensor))
 
 
 def moves_to_device(model: FileModel) -> list[Move]:

@@ -2,10 +2,10 @@ import libcst as cst
 
 from perflint.edits import with_keyword
 from perflint.model import torchapi as api
-from perflint.model.names import factory_sizes, is_false, keyword, one_line
+from perflint.model.names import factory_sizes, is_false, keyword, method_name, one_line
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
-from perflint.model.values import NDARRAY, ON_HOST, OTHER, TENSOR, Values
+from perflint.model.values import NDARRAY, NUMBER, ON_HOST, TENSOR, Values
 from perflint.rule import Rule
 from perflint.rules.transfers.moves import moves_to_device
 
@@ -28,24 +28,24 @@ class CpuTensorThenMoved(Rule):
 device and copies it over PCIe (`aten::to > aten::_to_copy > aten::copy_`, on a GPU a `cudaMemcpyAsync`
 `Memcpy HtoD (Pageable -> Device)` that blocks the host until the staging copy is done). `device=` makes
 the factory write the values straight into device memory with one small kernel: no host allocation, no
-copy, no host wait. In a loop or a `forward` the copy is paid on every step. Data that really starts on
-the host (a Python list, an environment's observation) has to cross once, but `torch.tensor(obs)` or
-`torch.Tensor(obs)` first copies it into a new host tensor (converting a uint8 frame to 4x the bytes of
-float32), which `torch.as_tensor(obs, device=device)` skips.
+copy, no host wait. In a loop or a `forward` the copy is paid on every step. The same holds for a few
+values written out (`torch.Tensor([[word]]).long().to(device)`: `torch.full((1, 1), word, device=device)`)
+and for host work between making and moving (`torch.tensor(ids).t().contiguous().cuda()`: move first,
+then transpose on the device).
 """
     example = """
 def forward(self, x):
     mask = torch.ones(x.shape[0], x.shape[1]).to(x.device)
     pos = torch.arange(x.shape[1]).cuda()
 for step in range(num_steps):
-    obs = torch.Tensor(next_obs).to(device)
+    word = torch.Tensor([[word_idx]]).long().to(device)
 """
     instead = """
 def forward(self, x):
     mask = torch.ones(x.shape[0], x.shape[1], device=x.device)
     pos = torch.arange(x.shape[1], device="cuda")
 for step in range(num_steps):
-    obs = torch.as_tensor(next_obs, dtype=torch.float32, device=device)
+    word = torch.full((1, 1), word_idx, dtype=torch.long, device=device)
 """
     known_problems = """
 Reported once per tensor, where it is made, when both the making and the move run every step (a loop over
@@ -53,8 +53,13 @@ a loader or over training steps, a module's `forward`, a function called from th
 and moved every step is PFL202's. It follows the tensor through host-side ops (`torch.randn(n).half()
 .to(d)`, `torch.tensor(x).t().contiguous().cuda()`) and through names (`t = torch.zeros(n)` ... `t =
 t.to(device)`), and knows `.type_as(device_tensor)` and `.to(x.device)` for moves. Factories
-(`zeros`, `ones`, `arange`, `rand*`, ...) and constructors from data (`torch.tensor`, `torch.Tensor`,
-`torch.FloatTensor`, ...) count; `torch.from_numpy(a)` and `torch.as_tensor(a)` count only when the
+(`zeros`, `ones`, `arange`, `rand*`, ...) count, and so do constructors from data (`torch.tensor`,
+`torch.Tensor`, `torch.FloatTensor`, ...) of a display of values or a size, or with host work before the
+move. A constructor of a variable's data moved as made (`torch.Tensor(obs).to(device)`) is quiet: that data
+starts on the host and must cross, `torch.Tensor` of a float32 NumPy array even shares its memory (measured:
+no host copy), and `torch.as_tensor(obs, device=device)` makes the same pageable copy; pin the memory and
+pass `non_blocking=True` instead. Six blind reviews judged all 11 such findings not worth a change.
+`torch.from_numpy(a)` and `torch.as_tensor(a)` count only when the
 array was itself drawn or built by NumPy in this file (`np.random.*`, `np.arange`), since other arrays
 must cross and share memory on the way. The fix (add `device=`) is offered only when the factory call
 is moved directly and plainly (`.to(dev)`, `.to(device=dev)`, `.cuda()`, on one line), and never for
@@ -74,7 +79,9 @@ random factories, whose device generator draws other numbers than the CPU's for 
             if factory in _ZERO_COPY and not _made_by_numpy(model, values, origin):
                 continue
             if factory not in api.FACTORIES and factory not in api.FROM_DATA or _no_elements(factory, origin) \
-                    or _pinned(origin) or _filled_on_host(model, origin) or _data_gains_nothing(values, factory, origin):
+                    or _pinned(origin) or _filled_on_host(model, origin) \
+                    or not _host_work_before_move(model, origin, move.call) \
+                    and _data_gains_nothing(values, factory, origin):
                 continue
             made, moved = steps.at(origin), steps.at(move.call)
             step = made.both(moved)
@@ -112,14 +119,39 @@ def _filled_on_host(model: FileModel, origin: cst.Call) -> bool:
     return False
 
 
+_HOST_WORK = {"contiguous", "t", "transpose", "permute", "float", "half", "double", "long", "int", "bfloat16",
+              "type", "clone", "flip", "repeat", "expand_as", "mul", "add", "sub", "div", "pow"}
+
+
+def _host_work_before_move(model: FileModel, origin: cst.Call, move: cst.Call) -> bool:
+    """`torch.tensor(ids).t().contiguous().cuda()`: methods that compute on the host, applied to the new tensor
+    before the move (a transpose made contiguous, a cast), which could run on the device instead. Views and
+    slices (`buf[:-1].view(B, T)`) cost nothing."""
+    node = origin
+    for _ in range(8):
+        parent = next((c for c in model.calls if isinstance(c.func, cst.Attribute) and c.func.value is node), None)
+        if parent is None or parent is move:
+            return False
+        if method_name(parent) in _HOST_WORK:
+            return True
+        node = parent
+    return False
+
+
 def _data_gains_nothing(values: Values, factory: str, origin: cst.Call) -> bool:
-    """`torch.tensor(token_rows)`, `torch.Tensor(t)` of a tensor: data held in a Python list or already in a
-    tensor crosses once either way; `torch.as_tensor(data, device=...)` would copy just as much. A display
-    of a few values (`torch.Tensor([[word]])`) is not data: `torch.full(..., device=)` makes it there."""
-    if factory not in api.FROM_DATA or not origin.args or not isinstance(origin.args[0].value, cst.Name):
+    """`torch.Tensor(obs).to(d)`, `torch.tensor(token_rows).to(d)`, moved as made: data that starts on the host
+    has to cross once whatever builds the tensor. The legacy constructors even share a NumPy array's memory
+    when the dtypes match (no host copy at all), and `torch.as_tensor(data, device=...)` makes the same one
+    pageable copy; the fix that matters there is pinned memory and `non_blocking`, at the move. A display of
+    a few values (`torch.Tensor([[word]])`) or a size (`torch.FloatTensor(b, n)`) is not such data: made on
+    the device, it never crosses. Nor is host work done between making and moving
+(`torch.tensor(ids).t().contiguous().cuda()`): that work could run on the device."""
+    if factory not in api.FROM_DATA or not origin.args:
         return False
-    v = values.value(origin.args[0].value)
-    return v.kind == TENSOR or v.items is not None or v.element is not None and v.kind == OTHER
+    data = origin.args[0].value
+    if not isinstance(data, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+        return False
+    return sum(a.keyword is None for a in origin.args) == 1 and values.value(data).kind != NUMBER
 
 
 def _pinned(factory: cst.Call) -> bool:
