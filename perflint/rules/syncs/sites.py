@@ -36,7 +36,11 @@ this file calls from them; not a loop over epochs, not once every k steps under 
 the value is on the device (followed back to `.to(device)`, `.cuda()`, `device=`, a model's output; a
 tensor of unknown device counts only in a project that moves work to an accelerator), and it is the
 first wait of its step (after another sync or a `synchronize()` with no device work queued in between,
-the device is already idle). Quiet in test files and in compiled code (PFL402 covers graph breaks).
+the device is already idle; just before a timing `synchronize()` the wait is paid anyway). Quiet where the
+host needs the value to go on (a stop signal all ranks just agreed on, a token a generator streams, the
+counts and labels a detection script writes for each image, the boxes NMS keeps), inside an `if step % k
+== 0:` block beside the loop's own training (read every k steps already), and in test files and compiled
+code (PFL402 covers graph breaks).
 """
 
 
@@ -394,13 +398,21 @@ def _agreed(model: FileModel, site: SyncSite, calls: list[cst.Call]) -> bool:
     """Whether the value read was just agreed on by every rank (`dist.broadcast(flag)`, `dist.all_reduce(
     last_step)` earlier in the function): a stop signal all ranks must act on together, now. A NaN check that
     ends the loop is not one: it could be read every k steps."""
+    key = ("agreed", site.frame.function)
+    shared = model._memo.get(key)
+    if shared is None:  # name -> where a collective of this function first takes it
+        shared = model._memo[key] = {}
+        for c in calls:
+            if (model.qualname(c.func) or "").startswith("torch.distributed."):
+                for a in c.args:
+                    if isinstance(a.value, cst.Name):
+                        shared.setdefault(a.value.value, model.sites[c][1])
+    if not shared:
+        return False
     root = site.operand
     while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
         root = root.func if isinstance(root, cst.Call) else root.value
-    if not isinstance(root, cst.Name):
-        return False
-    return any(model.sites[c][1] < site.order and (model.qualname(c.func) or "").startswith("torch.distributed.")
-               and any(isinstance(a.value, cst.Name) and a.value.value == root.value for a in c.args) for c in calls)
+    return isinstance(root, cst.Name) and shared.get(root.value, site.order) < site.order
 
 
 # The forms of sync that turn a result into output (a count in a summary line, a class index for a label):
