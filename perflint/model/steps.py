@@ -4,8 +4,8 @@ A loop is a *step* loop when it iterates a data loader, or when each iteration d
 (a module's forward, `.backward()`, an optimizer or environment step) and it is not a loop of a few
 constant iterations. A loop whose iterations each run a whole step loop (epochs, hyper-parameter
 trials) is an *outer* loop: its own body runs once per epoch. Loops that wait for `input()`, only
-plot, or walk the files of a folder (a script converting file by file) are *cold*. Other loops (over a module's blocks, a few micro-batches) are *neutral*: their body
-runs as often as the code around them.
+plot, or walk the files of a folder (a script converting file by file) are *cold*. Other loops (over a
+module's blocks, a few micro-batches) are *neutral*: their body runs as often as the code around them.
 
 Code is on the per-step path when the nearest deciding frame around it is a step loop, or when its
 function runs every step: a module's `forward` (and Lightning's `*_step` hooks), or a function called
@@ -134,17 +134,16 @@ class Steps:
     def _off_by_default(self, frame: Frame) -> cst.BaseExpression | None:
         """The condition of an enclosing branch that does not hold with the code's defaults (`if
         args.val_loss_every > 0 and ...:` with a default of 0), memoized per frame."""
-        found = self.off.get(frame, False)
-        if found is False:
-            parent = self._off_by_default(frame.parent) if frame.parent is not None else None
-            if parent is not None:
-                found = parent
-            elif frame.condition is not None \
-                    and self.values.default_truth(frame.condition[0]) is (not frame.condition[1]):
-                found = frame.condition[0]
-            else:
-                found = None
-            self.off[frame] = found
+        todo, f = [], frame  # up to the nearest frame already answered, then down again (no recursion: a file
+        while f is not None and f not in self.off:  # may nest a thousand blocks)
+            todo.append(f)
+            f = f.parent
+        found = self.off.get(f) if f is not None else None
+        for f in reversed(todo):
+            if found is None and f.condition is not None \
+                    and self.values.default_truth(f.condition[0]) is (not f.condition[1]):
+                found = f.condition[0]
+            self.off[f] = found
         return found
 
     def every_k_gate(self, frame: Frame) -> Frame | None:

@@ -28,6 +28,11 @@ RANDOM_FACTORIES = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", 
 LIKE_FACTORIES = frozenset(f"torch.{n}_like" for n in ("zeros", "ones", "empty", "full", "rand", "randn",
                                                         "randint"))
 
+# Calls that write one picture or drawn result out (a file, a grid, TensorBoard, a box on an image): what an
+# inference script does with each result, or what a sample grid is assembled for.
+IMAGE_OUTPUTS = frozenset({"imwrite", "imsave", "savefig", "save_image", "make_grid", "add_image", "add_images",
+                           "imshow", "box_label", "write_frame"})
+
 # torch.* callables that do not return a tensor.
 NOT_TENSOR = frozenset({
     "torch.device", "torch.dtype", "torch.Size", "torch.Generator", "torch.no_grad", "torch.enable_grad",

@@ -10,6 +10,7 @@ evidence. Unknown is an answer: rules report nothing on what the model cannot se
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -109,6 +110,8 @@ def join(values: list[Value]) -> Value:
 
 
 _NO_CUT = 1 << 30
+_ORDER = {cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge, cst.LessThan: operator.lt,
+          cst.LessThanEqual: operator.le}
 # Names that hold parsed command-line options (`args = parser.parse_args()`, `opt`, a `FLAGS` object).
 _OPTION_HOLDERS = {"args", "opt", "opts", "options", "flags", "FLAGS", "cli_args", "hparams", "argv_args"}
 
@@ -641,14 +644,9 @@ class Values:
                     return (left in right) == isinstance(op, cst.In)
                 if isinstance(op, (cst.Is, cst.IsNot)):
                     return (left is right) == isinstance(op, cst.Is)
-                if isinstance(op, cst.GreaterThan):  # `args.sample_every > 0` with a default of 0
-                    return left > right
-                if isinstance(op, cst.GreaterThanEqual):
-                    return left >= right
-                if isinstance(op, cst.LessThan):
-                    return left < right
-                if isinstance(op, cst.LessThanEqual):
-                    return left <= right
+                order = _ORDER.get(type(op))  # `args.sample_every > 0` with a default of 0
+                if order is not None:
+                    return order(left, right)
             except TypeError:
                 return None
             return None
@@ -1173,17 +1171,13 @@ def _arith(node: cst.CSTNode, values: list[Value], keep_origin: bool = True, tor
     return UNKNOWN
 
 
-_SIZED_FACTORIES = {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "rand", "randn",
-                    "randint", "randperm"}
-
-
 def _sized_on_host(v: Value) -> bool:
     """A host tensor with elements for sure: copied back from the device, or made by a sized factory
     (`torch.arange(n)`), not a 0-dim `torch.tensor(2.0)` that could still mix with device tensors."""
     if copied_to_host(v):
         return True
     origin = v.origin
-    return isinstance(origin, cst.Call) and (dotted(origin.func) or "").rsplit(".", 1)[-1] in _SIZED_FACTORIES
+    return isinstance(origin, cst.Call) and f"torch.{(dotted(origin.func) or '').rsplit('.', 1)[-1]}" in api.FACTORIES
 
 
 def copied_to_host(v: Value) -> bool:

@@ -49,8 +49,9 @@ model = DistributedDataParallel(model.cuda(local_rank), device_ids=[local_rank])
 It cannot see how many GPUs the program uses: with one GPU, or none, `DataParallel` just calls the
 module and costs nothing (its reference pair runs that way on the CPU, so the count is not compared).
 Quiet where the file also builds `DistributedDataParallel`, itself or through a helper of its own
-(`smart_DDP(model)`): DataParallel is then the fallback of a run without a process group, for a single device (`device_ids=[0]`, also as a parameter's default), and
-in files that never call `.backward()`: for evaluation or inference on several GPUs the alternative is
+(`smart_DDP(model)`): DataParallel is then the fallback of a run without a process group. Quiet for a
+single device (`device_ids=[0]`, also as a parameter's default), and in files that never call
+`.backward()`: for evaluation or inference on several GPUs the alternative is
 one process per GPU, not DDP's gradient sync, and the replication costs little. The
 cost of the per-step copies is measured on machines with several GPUs; perflint's own pairs run on
 one device, so the rule's effect is documented rather than re-measured.

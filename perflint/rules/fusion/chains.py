@@ -26,7 +26,6 @@ _REDUCTIONS = {"mean", "sum", "std", "var", "norm", "max", "min", "amax", "amin"
                "all", "any", "argmax", "argmin", "count_nonzero", "median"}
 _NAMESPACES = ("torch", "torch.nn.functional", "torch.special")
 MIN_OPS = 3
-_LIKE = {f"torch.{f}_like" for f in ("ones", "zeros", "full", "empty", "rand", "randn", "randint")}
 
 
 @dataclass
@@ -224,7 +223,7 @@ class _Finder:
                 return False  # a constant of a few elements
             if _a_loss(node):
                 return False  # `F.mse_loss(a, b)`, `criterion(out, y)`: 0-dim with the default reduction
-            if qual in _LIKE and node.args and depth < 3 and self._zero_dim(node.args[0].value):
+            if qual in api.LIKE_FACTORIES and node.args and depth < 3 and self._zero_dim(node.args[0].value):
                 return False  # `torch.ones_like(count)` of a reduction's 0-dim result
         if isinstance(node, cst.Name) and depth < 3:
             sources = self.values.sources(node)

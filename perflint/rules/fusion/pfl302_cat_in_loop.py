@@ -1,5 +1,6 @@
 import libcst as cst
 
+from perflint.model import torchapi as api
 from perflint.model.names import dotted
 from perflint.model.steps import Steps
 from perflint.tree import find_all
@@ -71,15 +72,12 @@ of a few rows, drawn now and then, not data that grows with the run.
                 self._grown.append((value, name))
 
 
-_IMAGE_OUT = ("save_image", "imsave", "imwrite", "savefig", "make_grid", "add_image", "add_images")
-
-
 def _saved(model, frame, name: str) -> bool:
     """Whether the grown tensor goes to an image file or a grid (`save_image(img_samples, ...)`): a picture of a
     few samples, drawn now and then, not data that grows with the run."""
     calls = frame.function.calls if frame.function is not None else model.calls
     for call in calls:
-        if (dotted(call.func) or "").rsplit(".", 1)[-1] in _IMAGE_OUT and any(
+        if (dotted(call.func) or "").rsplit(".", 1)[-1] in api.IMAGE_OUTPUTS and any(
                 dotted(n) == name for a in call.args for n in find_all(a.value, (cst.Name, cst.Attribute))):
             return True
     return False

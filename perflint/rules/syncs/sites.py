@@ -350,10 +350,10 @@ def _paid_after(model: FileModel, values: Values, site: SyncSite, later: list[Sy
 def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
     """The host needs the value every step to go on at all, so no fix exists at this line: it is the stop
     signal every rank just agreed on (`dist.broadcast(flag)`, then `if flag.item() == 0: break`, also through
-    a name tested later), it is yielded
-    to a streaming consumer (`yield token.item()`), it turns a result into output in a step that writes
-    each result out (a detection script that labels, draws and saves every image), or it filters boxes in a
-    function that runs non-maximum suppression (a data-dependent size by nature)."""
+    a name tested later), it is yielded to a streaming consumer (`yield token.item()`), it turns a result
+    into output in a step that writes each result out (a detection script that labels, draws and saves every
+    image), or it filters boxes in a function that runs non-maximum suppression (a data-dependent size by
+    nature)."""
     node = site.node
     frame = site.frame
     calls = frame.function.calls if frame.function is not None else model.calls
@@ -419,14 +419,11 @@ def _agreed(model: FileModel, site: SyncSite, calls: list[cst.Call]) -> bool:
 # in a step that writes each result out, these are the output; a branch on a tensor is not.
 _OUTPUT_FORMS = {"PFL102", "PFL104", "PFL106", "PFL107"}
 _NMS = {"nms", "batched_nms", "nms_rotated", "soft_nms", "multiclass_nms"}
-_OUTPUTS = ("imwrite", "imsave", "savefig", "save_image", "box_label", "imshow", "write_frame")
-
-
 def _writes_out(model: FileModel, call: cst.Call) -> bool:
     """A call that writes one result out: an image or video file, a drawn box."""
     name = dotted(call.func) or ""
     last = name.rsplit(".", 1)[-1]
-    return last in _OUTPUTS or last == "write" and "writer" in name.lower() or last == "save" and (
+    return last in api.IMAGE_OUTPUTS or last == "write" and "writer" in name.lower() or last == "save" and (
         "img" in name.lower() or "image" in name.lower() or "im." in name.lower())
 
 

@@ -58,7 +58,8 @@ t.to(device)`), and knows `.type_as(device_tensor)` and `.to(x.device)` for move
 move. A constructor of a variable's data moved as made (`torch.Tensor(obs).to(device)`) is quiet: that data
 starts on the host and must cross, `torch.Tensor` of a float32 NumPy array even shares its memory (measured:
 no host copy), and `torch.as_tensor(obs, device=device)` makes the same pageable copy; pin the memory and
-pass `non_blocking=True` instead. Six blind reviews judged all 11 such findings not worth a change.
+pass `non_blocking=True` instead. Three blind reviews (6, 7 and 9) judged all 9 such findings not worth a
+change.
 `torch.from_numpy(a)` and `torch.as_tensor(a)` count only when the
 array was itself drawn or built by NumPy in this file (`np.random.*`, `np.arange`), since other arrays
 must cross and share memory on the way. The fix (add `device=`) is offered only when the factory call
@@ -144,8 +145,8 @@ def _data_gains_nothing(values: Values, factory: str, origin: cst.Call) -> bool:
     when the dtypes match (no host copy at all), and `torch.as_tensor(data, device=...)` makes the same one
     pageable copy; the fix that matters there is pinned memory and `non_blocking`, at the move. A display of
     a few values (`torch.Tensor([[word]])`) or a size (`torch.FloatTensor(b, n)`) is not such data: made on
-    the device, it never crosses. Nor is host work done between making and moving
-(`torch.tensor(ids).t().contiguous().cuda()`): that work could run on the device."""
+    the device, it never crosses. (Host work between making and moving, `torch.tensor(ids).t().contiguous()
+    .cuda()`, is checked apart: that work could run on the device.)"""
     if factory not in api.FROM_DATA or not origin.args:
         return False
     data = origin.args[0].value
