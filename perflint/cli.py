@@ -115,6 +115,9 @@ def _subcommand(argv: list[str], process: bool) -> int:
 
     if process:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS threads: unused, and slow to start
+        import gc
+        gc.disable()  # a short process that ends in os._exit: nothing to collect, and full passes over
+        # the trace's 10^5 tuples (tracked by the GC until a pass untracks them) cost 5-20% of the run
     try:
         command = importlib.import_module(SUBCOMMANDS[argv[0]])
     except ModuleNotFoundError as exc:  # numpy: in the [trace] extra, the linter does not need it

@@ -392,7 +392,11 @@ def _normalize_typed(pieces: Iterable[list], path: str) -> Trace:
             if type(e) is not complete:
                 if type(e) in instants and e.name == "[memory]" and e.args is not None \
                         and e.args.device_type == 1:
-                    peak = _peak(peak, e.args.total_allocated)
+                    total = e.args.total_allocated
+                    if type(total) is int and (peak is None or total > peak):  # Kineto writes an int
+                        peak = total
+                    elif type(total) is not int:
+                        peak = _peak(peak, total)
                 continue
             group = groups.get(e.cat)
             if group is None:
