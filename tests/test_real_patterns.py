@@ -1265,3 +1265,147 @@ def test_a_method_inherited_by_the_sampler_a_trainer_builds_by_default_runs_ever
         """,
     }
     assert (10, "PFL201") in codes(files, "resample.py")
+
+
+# ---- blind review 11 (Time-Series-Library, DomainBed) ---------------------------------------------------
+
+def test_an_option_declared_by_the_script_and_read_by_a_trainer_in_another_file_keeps_its_default():
+    run_py = """
+        import argparse
+        from exp.exp_forecast import Exp
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument('--use_multi_gpu', action='store_true', help='use multiple gpus', default=False)
+        parser.add_argument('--use_gpu', type=bool, default=True)
+        Exp(parser.parse_args()).train()
+    """
+    exp = """
+        import torch
+        import torch.nn as nn
+
+        class Exp:
+            def __init__(self, args):
+                self.args = args
+                self.device = torch.device("cuda")
+                self.model = self._build_model().to(self.device)
+
+            def _build_model(self):
+                model = Model(self.args).float()
+                if self.args.use_multi_gpu and self.args.use_gpu:
+                    model = nn.DataParallel(model, device_ids=self.args.device_ids)
+                return model
+
+            def train(self, loader, opt):
+                for x, y in loader:
+                    loss = (self.model(x.to(self.device)) - y.to(self.device)).pow(2).mean()
+                    loss.backward()
+                    opt.step()
+    """
+    found = codes({"run.py": run_py, "exp/exp_forecast.py": exp, "exp/__init__.py": ""}, "exp/exp_forecast.py")
+    assert "PFL701" not in [c for _, c in found]
+    # The same wrapper under an option that is on by default is reported.
+    on = run_py.replace("action='store_true', help='use multiple gpus', default=False", "default=True")
+    found = codes({"run.py": on, "exp/exp_forecast.py": exp, "exp/__init__.py": ""}, "exp/exp_forecast.py")
+    assert (14, "PFL701") in found
+
+
+def test_arithmetic_on_a_loss_that_is_backpropagated_is_arithmetic_on_one_number():
+    src = """
+        import torch
+        import torch.nn.functional as F
+
+        class DANN:
+            def update(self, x, y, d):
+                z = self.featurizer(x.cuda())
+                disc_loss = F.binary_cross_entropy_with_logits(self.disc(z), d.cuda())
+                disc_loss += self.weight * self.penalty(z)
+                cls_loss = self.criterion(self.classifier(z), y.cuda())
+                gen_loss = cls_loss + (self.lam * -disc_loss)
+                gen_loss.backward()
+                self.opt.step()
+    """
+    assert [f for f in codes({"algorithms.py": src}) if f[1] == "PFL301"] == []
+
+
+def test_ops_on_either_side_of_a_reduction_chain_only_when_they_reread_its_data():
+    src = """
+        import torch
+
+        class RMSNorm(torch.nn.Module):
+            def forward(self, x):
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+        class Kernel(torch.nn.Module):
+            def forward(self, x1, x2):
+                x1_norm = x1.pow(2).sum(dim=-1, keepdim=True)
+                res = torch.addmm(x1_norm, x1, x2.transpose(-2, -1), alpha=-2).add_(x1_norm)
+                return res.clamp_min_(1e-30)
+
+        class Changes(torch.nn.Module):
+            def forward(self, s, s_muted, o):
+                return (s * o).sum(1) - (s_muted * o).sum(1)
+    """
+    found = [line for line, code in codes({"layers.py": src}) if code == "PFL301"]
+    assert found == [6]  # the RMSNorm: x is read again after its mean; the others reduce other data
+
+
+def test_a_mask_computed_from_other_data_is_not_part_of_the_chain():
+    src = """
+        import torch
+
+        class Model(torch.nn.Module):
+            def forward(self, x_enc, mask):
+                means = torch.sum(x_enc, dim=1) / torch.sum(mask == 1, dim=1)
+                x_enc = x_enc - means.unsqueeze(1).detach()
+                x_enc = x_enc.masked_fill(mask == 0, 0)
+                return self.encoder(x_enc)
+
+        class Shifted(torch.nn.Module):
+            def forward(self, x):
+                m = self.windows(x).unsqueeze(1) - self.windows(x).unsqueeze(2)
+                m = m.masked_fill(m != 0, float(-100.0)).masked_fill(m == 0, float(0.0))
+                return m
+    """
+    found = [line for line, code in codes({"models.py": src}) if code == "PFL301"]
+    assert found == [14]  # the mask made from m itself: ne, masked_fill, eq, masked_fill on m
+
+
+def test_a_whole_tensor_reduction_with_keyword_arguments_is_one_number():
+    src = """
+        import torch
+
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                sample_std = torch.std(x, unbiased=True)
+                iqr = torch.quantile(x, 0.75) - torch.quantile(x, 0.25)
+                bandwidth = 0.9 * torch.min(sample_std, iqr / 1.34) * len(x) ** (-0.2)
+                return self.kde(x, bandwidth)
+    """
+    assert [f for f in codes({"model.py": src}) if f[1] == "PFL301"] == []
+
+
+def test_one_element_of_a_host_permutation_indexes_as_an_integer():
+    src = """
+        import torch
+
+        class SelfReg:
+            def update(self, x, y):
+                output = torch.tanh(self.network(x.cuda(non_blocking=True)))
+                shuffled = torch.zeros_like(output)
+                perm = torch.randperm(len(output))
+                for i in range(len(output)):
+                    shuffled[i] = output[perm[i]]
+                first, second = perm[:2]
+                mixed = output[first] + output[second]
+                swap = torch.randperm(len(output))
+                loss = (output[swap] - shuffled).pow(2).mean() + mixed.sum()
+                loss.backward()
+
+        def train(dataset):
+            algorithm = SelfReg()
+            loader = torch.utils.data.DataLoader(dataset, batch_size=32, pin_memory=True)
+            for x, y in loader:
+                algorithm.update(x, y)
+    """
+    found = [line for line, code in codes({"algorithms.py": src}) if code == "PFL206"]
+    assert found == [13]  # only the whole permutation used as an index tensor is copied to the device

@@ -29,6 +29,16 @@ _DEFAULT_DEVICE = re.compile(r"set_default_device|set_default_tensor_type\([^)]*
 _DEFINES = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
 _SUBCLASS = re.compile(r"^class[ \t]+(\w+)[ \t]*\(([\w., \t]+)\)[ \t]*:", re.MULTILINE)
 _TEST_NAME = re.compile(r"(?:^test_.*|.*_test|^conftest)\.(?:py|ipynb)$")
+# Names a script's parsed command line goes by: `args.lr`, `self.args.use_multi_gpu`, `opt.niter`.
+OPTION_HOLDERS = frozenset({"args", "opt", "opts", "options", "flags", "FLAGS", "cli_args", "hparams", "argv_args"})
+_OPTION_READ = re.compile(r"\b(?:" + "|".join(sorted(OPTION_HOLDERS)) + r")\.(\w+)")
+_ADD_ARGUMENT = re.compile(r"\.add_argument\(")
+_FLAG = re.compile(r"""^\s*(?:['"]-[\w-]*['"]\s*,\s*)*['"]--([\w-]+)['"]""")
+_DEST = re.compile(r"""\bdest\s*=\s*['"](\w+)['"]""")
+_STORE = re.compile(r"""\baction\s*=\s*['"](store_true|store_false)['"]""")
+_DEFAULT = re.compile(r"""\bdefault\s*=\s*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|'[^'\\\n]*'|"[^"\\\n]*")\s*[,)]""")
+_ANY_DEFAULT = re.compile(r"\bdefault\s*=")
+UNKNOWN = "<unknown>"  # an option whose default a text scan cannot read, or that two declarations disagree on
 
 
 @dataclass(frozen=True)
@@ -45,11 +55,15 @@ class FileFacts:
     # Its imports that load a file of the run, as "level:module" (`from ..util import box_ops` -> "2:util"):
     # calls through them are the calls out that model/crossfile.py follows.
     local_imports: frozenset[str] = frozenset()
+    # Command-line options it reads (`self.args.use_multi_gpu`) that another file of its program declares,
+    # with their defaults as literal text: (("use_multi_gpu", "False"), ...).
+    options: tuple[tuple[str, str], ...] = ()
 
     def key(self) -> str:
         flags = "".join("1" if v else "0" for v in (self.torch, self.test_file, self.device_work, self.compiles,
                                                      self.compiled_by_default, self.default_device, self.custom_to))
-        return f"{flags}:{','.join(sorted(self.local_imports))}"
+        options = ",".join(f"{n}={v}" for n, v in self.options)
+        return f"{flags}:{','.join(sorted(self.local_imports))}:{options}"
 
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
@@ -76,7 +90,7 @@ class Scan:
     """The imports and a few telling words of one file's text."""
 
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
-                 "true_defaults", "default_device", "custom_to", "defines")
+                 "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads")
 
     def __init__(self, path: str, text: str) -> None:
         self.path = path
@@ -131,6 +145,8 @@ class Scan:
                 self.compile_guards.append(_guard(lines, row, indent, entry))
         self.true_defaults = {n.replace("-", "_") for pattern in _TRUE_DEFAULTS for n in pattern.findall(text)} \
             if calls or "True" in text else set()
+        self.options = _declared_options(text) if "add_argument(" in text else {}
+        self.option_reads = set(_OPTION_READ.findall(text))
 
     def compiled_by_default(self, true_defaults: set[str]) -> bool:
         """Whether one of its compile calls runs without a flag, or under a flag that defaults to on."""
@@ -142,6 +158,31 @@ _BLOCKS = ("if ", "elif ", "else", "for ", "while ", "with ", "try", "except", "
            "class ", "match ", "case ")
 _MODEL_WORDS = ("model", "net", "module", "backbone", "encoder", "decoder", "student", "teacher", "policy", "agent",
                 "transformer", "generator", "discriminator", "actor", "critic", "task", "layer", "block", "unet")
+
+
+def _declared_options(text: str) -> dict[str, str]:
+    """The default of each `parser.add_argument("--name", ...)` as Python literal text (`store_true` ->
+    "False", no default -> "None"), UNKNOWN where it is not a literal or two declarations disagree."""
+    found: dict[str, str] = {}
+    for m in _ADD_ARGUMENT.finditer(text):
+        depth, end = 1, m.end()
+        while depth and end < len(text) and end - m.end() < 4000:  # the call's text, to its closing parenthesis
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        call = text[m.end(): end]
+        flag, dest = _FLAG.match(call), _DEST.search(call)
+        if dest is None and flag is None:
+            continue
+        name = dest.group(1) if dest else flag.group(1).replace("-", "_")
+        given, store = _DEFAULT.search(call), _STORE.search(call)
+        if given is not None:
+            value = given.group(1)
+        elif _ANY_DEFAULT.search(call):
+            value = UNKNOWN
+        else:
+            value = str(store.group(1) == "store_false") if store else "None"
+        found[name] = value if found.get(name, value) == value else UNKNOWN
+    return found
 
 
 def _compiles_a_model(line: str) -> bool:
@@ -200,6 +241,7 @@ class Project:
                     continue
                 self._by_name.setdefault(".".join(parts[i:]), []).append(path)
         self._torch: dict[str, bool] = {}
+        self._options: dict[str, dict[str, str]] = {}  # per file: the options its program declares
         self._programs = self._connect()
 
     def resolve(self, path: str, level: int, module: str, names: tuple[str, ...]) -> list[str]:
@@ -282,7 +324,14 @@ class Project:
             any_compile = any(s.compile_guards for s in scans)
             programs[root] = (any_compile, any_compile and any(s.compiled_by_default(defaults) for s in scans),
                               device_work, custom_to)
-        return {path: programs[find(path)] for path in self.scans}
+            options: dict[str, str] = {}
+            for s in scans:
+                for name, value in s.options.items():
+                    options[name] = value if options.get(name, value) == value else UNKNOWN
+            programs[root] += ({n: v for n, v in options.items() if v != UNKNOWN},)
+        for path in self.scans:
+            self._options[path] = programs[find(path)][4]
+        return {path: programs[find(path)][:4] for path in self.scans}
 
     def facts(self, path: str, tests_as_code: bool = False) -> FileFacts:
         """The facts one file is linted with (`tests_as_code`: a test file is judged as any other)."""
@@ -290,10 +339,12 @@ class Project:
         compiles, by_default, device_work, custom_to = self._programs[path]
         local = frozenset(f"{level}:{module}" for level, module, names in scan.imports
                           if self.resolve(path, level, module, names))
+        declared = self._options[path]
+        options = tuple(sorted((n, declared[n]) for n in scan.option_reads if n in declared and n not in scan.options))
         return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path) and not tests_as_code,
                          device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=scan.default_device,
-                         custom_to=custom_to, local_imports=local)
+                         custom_to=custom_to, local_imports=local, options=options)
 
 
 def _common(a: str, b: str) -> tuple:

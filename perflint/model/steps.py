@@ -90,7 +90,7 @@ class Steps:
         return self.in_frame(frame)
 
     def in_frame(self, frame: Frame) -> Step:
-        off = self._off_by_default(frame)
+        off = self.off_by_default(frame)
         if off is not None:  # a branch the defaults never take, however deep its own loops are
             return Step(False, (("not with the defaults: `{}`", off),))
         gate: Frame | None = None
@@ -131,7 +131,7 @@ class Steps:
                 return NOT_PER_STEP
         return NOT_PER_STEP
 
-    def _off_by_default(self, frame: Frame) -> cst.BaseExpression | None:
+    def off_by_default(self, frame: Frame) -> cst.BaseExpression | None:
         """The condition of an enclosing branch that does not hold with the code's defaults (`if
         args.val_loss_every > 0 and ...:` with a default of 0), memoized per frame."""
         todo, f = [], frame  # up to the nearest frame already answered, then down again (no recursion: a file

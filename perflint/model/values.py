@@ -10,6 +10,7 @@ evidence. Unknown is an answer: rules report nothing on what the model cannot se
 
 from __future__ import annotations
 
+import ast
 import operator
 from dataclasses import dataclass, replace
 
@@ -18,6 +19,7 @@ import libcst as cst
 from perflint.model import torchapi as api
 from perflint.model.names import dotted, int_value, keyword, positional, string_value
 from perflint.model.program import Binding, ClassInfo, FileModel, FunctionInfo, Frame
+from perflint.model.project import OPTION_HOLDERS
 
 # Kinds.
 TENSOR = "tensor"
@@ -113,7 +115,6 @@ _NO_CUT = 1 << 30
 _ORDER = {cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge, cst.LessThan: operator.lt,
           cst.LessThanEqual: operator.le}
 # Names that hold parsed command-line options (`args = parser.parse_args()`, `opt`, a `FLAGS` object).
-_OPTION_HOLDERS = {"args", "opt", "opts", "options", "flags", "FLAGS", "cli_args", "hparams", "argv_args"}
 
 
 class Values:
@@ -676,9 +677,8 @@ class Values:
                 and node in self.model.sites:
             cls = _class_of(self._site(node)[0])
             bindings = cls.attrs.get(node.attr.value) if cls is not None else None
-        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
-                and node.value.value in _OPTION_HOLDERS:
-            return self.option_defaults().get(node.attr.value, _NO_DEFAULT)  # `args.add_noise`
+        elif isinstance(node, cst.Attribute) and _option_holder(node.value):
+            return self.option_defaults().get(node.attr.value, _NO_DEFAULT)  # `args.add_noise`, `self.args.lr`
         else:
             return _NO_DEFAULT
         if not bindings or len(bindings) != 1:
@@ -733,6 +733,9 @@ class Values:
             found.setdefault(name, value)
         for name in clashes:
             found.pop(name, None)
+        for name, text in self.model.facts.options:  # declared by another file of the program (run.py)
+            if name not in found and name not in clashes:
+                found[name] = ast.literal_eval(text)
         self.model._memo["option-defaults"] = found
         return found
 
@@ -1304,3 +1307,10 @@ def _class_of(frame: Frame) -> ClassInfo | None:
             and function.frame.parent is not None:
         function = function.frame.parent.function
     return function.cls if function is not None else None
+
+
+def _option_holder(node: cst.CSTNode) -> bool:
+    """`args`, `opt` (a parsed command line), or `self.args`, `self.opt` (one kept by a trainer object)."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        node = node.attr
+    return isinstance(node, cst.Name) and node.value in OPTION_HOLDERS

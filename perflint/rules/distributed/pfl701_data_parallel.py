@@ -2,6 +2,7 @@ import libcst as cst
 
 from perflint.model.names import keyword, positional
 from perflint.model.program import FileModel
+from perflint.model.steps import Steps
 from perflint.model.values import Values
 
 from perflint.rule import Rule
@@ -62,9 +63,11 @@ one device, so the rule's effect is documented rather than re-measured.
             return  # evaluation or inference only: DataParallel's replication costs little there, DDP is no fix
         if any(is_ddp(model, call) or _ddp_helper(model, call) for call in model.calls):
             return  # the program offers DDP: DataParallel is its fallback for a run without a process group
+        steps = Steps.of(model)
         for call in model.calls:
             qual = model.call_name(call)
-            if qual in _DATA_PARALLEL and not _one_device(model, call):
+            if qual in _DATA_PARALLEL and not _one_device(model, call) \
+                    and steps.off_by_default(model.site(call)[0]) is None:  # not behind `--use_multi_gpu`
                 self.report(model, call, self.message.format(func=qual.rsplit(".", 1)[1]))
 
 

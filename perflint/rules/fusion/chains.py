@@ -40,6 +40,8 @@ class Chain:
     large: int = 0  # how many of its ops read an activation-sized tensor (not a reduction's result, a
     # parameter, a per-sample coefficient, an index grid): the full passes over memory it costs
     first_large: cst.CSTNode | None = None  # the first of those ops: where the chain is reported
+    reduced: int = 0  # how many of its ops feed a reduction (`x.pow(2).mean()`): real passes even when the
+    # chain's own result is one number
 
 
 def chains(model: FileModel) -> list[Chain]:
@@ -60,6 +62,7 @@ class _Finder:
         self.sized: dict[cst.CSTNode, bool] = {}  # memo of _large
         self.short: dict[cst.CSTNode, Chain] = {}  # chains too short to report, by the expression they end in
         self.shape_only: set | None = None
+        self.scalars: set | None = None  # bindings whose value is one number (see _scalar_bindings)
 
     def run(self) -> list[Chain]:
         model = self.model
@@ -79,6 +82,9 @@ class _Finder:
                 continue
             assign = assignments.get(node)
             aug = augmented.get(node)
+            target = assign.targets[0].target if assign is not None else aug.target if aug is not None else None
+            if self._scalar_target(target, frame) and chain.reduced < MIN_OPS:
+                continue  # `gen_loss = cls_loss + lam * -disc_loss` then `gen_loss.backward()`: one number
             if aug is not None and isinstance(aug.operator, tuple(_AUG)) and self._tensor(aug.target):
                 chain.ops += 1
                 chain.names.append(_AUG_NAMES.get(type(aug.operator), "op"))
@@ -125,14 +131,29 @@ class _Finder:
             # `x * torch.rsqrt(x.pow(2).mean(-1) + eps)`: the pow's whole output is written, then read again by
             # the mean; fused, the mean reads x itself. The ops under a reduction belong to the chain.
             inner = self._reduced(operand if not isinstance(operand, cst.Name) else self.values.source(operand))
-            before = chain.large
+            if inner is not None and not self._rereads(inner, chain.root):
+                inner = None
+            before, ops = chain.large, chain.ops
             if inner is not None and (self._merge(self.pending.pop(inner, None) or self.short.pop(inner, None), chain)
                                       or inner not in self.seen and self._count(inner, chain, frame)):
                 chain.large += chain.large > before
+                chain.reduced += chain.ops - ops
                 continue
             if isinstance(operand, cst.Name):
                 self._absorb(operand, chain)
         return True
+
+    def _same_data(self, node: cst.CSTNode, others: list) -> bool:
+        """Whether a mask or condition is computed from the data it selects in (`m.masked_fill(m != 0, x)`)."""
+        mine = _data_names(self, node)
+        return any(mine & _data_names(self, o) for o in others)
+
+    def _rereads(self, inner: cst.CSTNode, root: cst.CSTNode) -> bool:
+        """Whether the chain that uses a reduction's result reads again the data that was reduced (`x * rsqrt(
+        x.pow(2).mean(-1) + eps)`, `logits - logsumexp(logits + m)`): fused, one kernel reads it once. Not
+        when the chain works on other data (`addmm(...).add_(x.pow(2).sum(-1))`) or on reductions alone
+        (`(a * w).sum(1) - (b * w).sum(1)`)."""
+        return bool(_data_names(self, inner) & _data_names(self, root))
 
     def _reduced(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """For a reduction (`a.mean(-1)`, `torch.sum(a)`), what it reduces."""
@@ -158,6 +179,7 @@ class _Finder:
             chain.ops += earlier.ops
             chain.names = earlier.names + chain.names
             chain.large += earlier.large
+            chain.reduced += earlier.reduced
             if earlier.first_large is not None:
                 self._first_large(chain, earlier.first_large)
             if self.model.sites[earlier.first][1] < self.model.sites[chain.first][1]:
@@ -190,6 +212,8 @@ class _Finder:
         if qual is not None:
             head, _, last = qual.rpartition(".")
             if head in _NAMESPACES and last in api.ELEMENTWISE:
+                if last == "where" and len(args) == 3 and not self._same_data(args[0], args[1:]):
+                    return last, args[1:]  # `torch.where(adj > 0, e, fill)`: the condition is other data
                 return last, args
             if qual in ("torch.max", "torch.min") and len(args) == 2 and not isinstance(args[1], cst.Integer):
                 return last, args
@@ -202,7 +226,9 @@ class _Finder:
             receiver = call.func.value
             v = self.values.value(receiver)
             if v.kind == TENSOR or v.kind is None and (v.device == ON_DEVICE or self._op(receiver) is not None):
-                return base, [receiver, *args]
+                if base == "masked_fill" and args and not self._same_data(args[0], [receiver]):
+                    return base, [receiver]  # `x.masked_fill(pad_mask == 0, 0)`: the mask is other data
+                return base, [receiver, *args]  # `m.masked_fill(m != 0, -100.0)`: one chain on m
         return None
 
     # ---- shapes -------------------------------------------------------------------------------------------
@@ -216,8 +242,10 @@ class _Finder:
                                                  or a.keyword is None for a in node.args):
                 return False
             qual = self.model.qualname(node.func) or ""
-            if qual.rsplit(".", 1)[-1] in _REDUCTIONS and qual.startswith("torch.") and len(node.args) == 1:
-                return False
+            last = qual.rsplit(".", 1)[-1]
+            if qual.startswith("torch.") and (last in _REDUCTIONS or last in ("quantile", "nanquantile")) \
+                    and _whole(node, 2 if last.endswith("quantile") else 1):
+                return False  # `torch.std(x, unbiased=True)`, `torch.quantile(x, 0.75)`: no dim, one number
             if qual in ("torch.tensor", "torch.as_tensor") and node.args \
                     and isinstance(node.args[0].value, (cst.List, cst.Tuple, cst.Integer, cst.Float)):
                 return False  # a constant of a few elements
@@ -226,6 +254,9 @@ class _Finder:
             if qual in api.LIKE_FACTORIES and node.args and depth < 3 and self._zero_dim(node.args[0].value):
                 return False  # `torch.ones_like(count)` of a reduction's 0-dim result
         if isinstance(node, cst.Name) and depth < 3:
+            reaching = self.values.reaching_bindings(node)
+            if reaching and all(b in self._scalar_bindings() for b in reaching):
+                return False  # a loss this function calls `.backward()` on: one number
             sources = self.values.sources(node)
             if sources:
                 return any(self._array(s, depth + 1) for s in sources)
@@ -238,6 +269,34 @@ class _Finder:
             return any(self._array(o, depth + 1) for o in op[1])
         v = self.values.value(node)
         return v.kind == TENSOR or v.kind is None and v.device == ON_DEVICE
+
+    def _scalar_bindings(self) -> set:
+        """Bindings whose value is one number because the code needs it so: `x.backward()` without a
+        gradient, `x.item()`, `autograd.grad(x, params)` raise on a tensor of several elements, so every
+        binding of `x` that reaches them holds a single number."""
+        if self.scalars is None:
+            self.scalars = set()
+            for call in self.model.calls:
+                method = method_name(call)
+                if method in ("backward", "item") and not call.args:
+                    target = call.func.value
+                elif (self.model.qualname(call.func) or "") in ("torch.autograd.grad", "torch.autograd.backward") \
+                        and 0 < sum(a.keyword is None for a in call.args) <= 2 \
+                        and not any(a.keyword is not None and a.keyword.value in ("grad_outputs", "grad_tensors")
+                                    or a.star for a in call.args):
+                    target = call.args[0].value
+                else:
+                    continue
+                if isinstance(target, cst.Name):
+                    self.scalars.update(self.values.reaching_bindings(target) or ())
+        return self.scalars
+
+    def _scalar_target(self, target: cst.CSTNode | None, frame: Frame) -> bool:
+        """Whether an assignment's target binding holds one number (see _scalar_bindings)."""
+        if not isinstance(target, cst.Name):
+            return False
+        return any(b.target is target for b in frame.scope.bindings.get(target.value, ())
+                   if b in self._scalar_bindings())
 
     def _zero_dim(self, node: cst.CSTNode) -> bool:
         """The 0-dim result of a whole-tensor reduction (`(t != pad).sum()`), or a name holding only that."""
@@ -402,6 +461,26 @@ def _per_sample_shape(call: cst.Call) -> bool:
         if not (isinstance(value, cst.Integer) and value.value == "1"):
             return False
     return True
+
+
+def _data_names(finder: "_Finder", node: cst.CSTNode, depth: int = 0) -> set:
+    """The names whose data an expression reads through elementwise ops only (`(x - mean)` -> {x, mean};
+    nothing through a matmul or a reduction)."""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        name = dotted(node)
+        return {name} if name else set()
+    op = finder._op(node) if depth < 8 else None
+    if op is None:
+        return set()
+    return set().union(*(_data_names(finder, o, depth + 1) for o in op[1]))
+
+
+def _whole(call: cst.Call, positional: int) -> bool:
+    """A reduction over the whole tensor: no `dim`/`axis` keyword and at most `positional` positional
+    arguments (`torch.std(x, unbiased=True)`, `torch.quantile(x, q)`)."""
+    if any(a.keyword is not None and a.keyword.value in ("dim", "axis") or a.star for a in call.args):
+        return False
+    return sum(a.keyword is None for a in call.args) <= positional
 
 
 def _a_loss(call: cst.Call) -> bool:

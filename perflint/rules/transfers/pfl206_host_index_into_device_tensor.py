@@ -3,7 +3,7 @@ import libcst as cst
 from perflint.model.names import dotted
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
-from perflint.model.values import NDARRAY, ON_DEVICE, ON_HOST, TENSOR, Values
+from perflint.model.values import NDARRAY, NUMBER, ON_DEVICE, ON_HOST, TENSOR, Values
 from perflint.rule import Rule
 
 
@@ -76,9 +76,30 @@ def _host_index(model: FileModel, values: Values, index: cst.BaseExpression) -> 
         return "a Python list"
     if isinstance(index, cst.Call) and isinstance(index.func, cst.Name) and index.func.value == "range":
         return "a `range`"
+    if _one_element(values, index):
+        return None  # `x[perm[i]]`: a 0-dim index is read as an integer (a select), nothing is copied
     v = values.value(index)
     if v.kind == NDARRAY:
         return f"`{dotted(index) or 'a NumPy array'}`, a NumPy array,"
     if v.kind == TENSOR and v.device == ON_HOST and v.origin is not None:
         return f"`{dotted(index) or 'an index'}`, a tensor made on the host,"
     return None
+
+
+def _one_element(values: Values, index: cst.BaseExpression) -> bool:
+    """One element of a host tensor or array, which indexing reads as an int: `perm[i]` with a number `i`,
+    `i1, i2 = perm[:2]`, `for i in perm:`."""
+    if isinstance(index, cst.Name):
+        reaching = values.reaching_bindings(index) or []
+        return bool(reaching) and all(
+            (b.how == "for" and not b.path or b.how == "assign" and len(b.path) == 1)
+            and not isinstance(b.value, (cst.Tuple, cst.List)) and _host_array(values.value(b.value))
+            for b in reaching)
+    if not (isinstance(index, cst.Subscript) and len(index.slice) == 1 and isinstance(index.slice[0].slice, cst.Index)):
+        return False
+    inner = index.slice[0].slice.value
+    return isinstance(inner, cst.Integer) or values.value(inner).kind == NUMBER
+
+
+def _host_array(v) -> bool:
+    return v.kind == NDARRAY or v.kind == TENSOR and v.device == ON_HOST
