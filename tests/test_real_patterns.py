@@ -1409,3 +1409,110 @@ def test_one_element_of_a_host_permutation_indexes_as_an_integer():
     """
     found = [line for line, code in codes({"algorithms.py": src}) if code == "PFL206"]
     assert found == [13]  # only the whole permutation used as an index tensor is copied to the device
+
+
+def test_a_read_after_a_helper_that_returns_a_value_read_back_is_already_paid():
+    utils = """
+        def accuracy(scores, targets, k):
+            _, ind = scores.topk(k, 1, True, True)
+            correct = ind.eq(targets.view(-1, 1).expand_as(ind))
+            return correct.view(-1).float().sum().item() * (100.0 / targets.size(0))
+    """
+    train = """
+        import torch
+        from utils import *
+
+        def train(model, loader, criterion, optimizer, losses, accs):
+            model = model.cuda()
+            for imgs, targets in loader:
+                scores = model(imgs.cuda(non_blocking=True))
+                loss = criterion(scores, targets.cuda(non_blocking=True))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                top5 = accuracy(scores, targets, 5)
+                losses.update(loss.item(), imgs.size(0))
+                accs.update(top5, imgs.size(0))
+    """
+    assert (14, "PFL101") not in codes({"utils.py": utils, "train.py": train}, "train.py")
+    # Without the helper's read in between, the loss read is the step's first wait.
+    alone = train.replace("top5 = accuracy(scores, targets, 5)", "top5 = 0.0")
+    assert (14, "PFL101") in codes({"utils.py": utils, "train.py": alone}, "train.py")
+
+
+# ---- blind review 12 (tacotron2, RepDistiller, stylegan2-ada) --------------------------------------------
+
+def test_a_branch_on_a_setting_every_call_passes_off_is_off():
+    hparams = """
+        import tensorflow as tf
+
+        def create_hparams():
+            hparams = tf.contrib.training.HParams(
+                epochs=500,
+                distributed_run=False,  # one GPU unless told otherwise
+                iters_per_checkpoint=1000)
+            return hparams
+    """
+    train = """
+        import torch
+        from hparams import create_hparams
+
+        def validate(model, val_loader, distributed_run):
+            for x, y in val_loader:
+                loss = model(x.cuda(non_blocking=True)).mean()
+                if distributed_run:
+                    reduced = (loss / 2).item()
+                else:
+                    reduced = loss.item()
+
+        def train(model, loader, val_loader, hparams):
+            for x, y in loader:
+                loss = model(x.cuda(non_blocking=True)).mean()
+                loss.backward()
+            validate(model, val_loader, hparams.distributed_run)
+
+        if __name__ == "__main__":  # a script: its functions are called from here, with these values
+            train(Net().cuda(), None, None, create_hparams())
+    """
+    found = [line for line, code in codes({"hparams.py": hparams, "train.py": train}, "train.py") if code == "PFL101"]
+    assert found == [11]  # the branch every call passes `distributed_run=False` to is off
+
+
+def test_a_module_list_is_not_what_to_compile():
+    src = """
+        import torch
+        import torch.nn as nn
+
+        def main(loader, opt):
+            model_s = build_student().cuda()
+            module_list = nn.ModuleList([])
+            module_list.append(model_s)
+            for x, y in loader:
+                out = module_list[0](x.cuda(non_blocking=True))
+                out.mean().backward()
+                opt.step()
+    """
+    assert [f for f in codes({"train_student.py": src}) if f[1] == "PFL401"] == []
+
+
+def test_a_few_numbers_per_sample_and_a_new_axis_are_small_work():
+    src = """
+        import numpy as np
+        import torch
+
+        class AugmentPipe(torch.nn.Module):
+            def forward(self, images):
+                batch_size, device = images.shape[0], images.device
+                t = (torch.rand([batch_size, 2], device=device) * 2 - 1) * self.xint_max
+                f = self.kernel.to(device)[np.newaxis, np.newaxis]
+                return self.apply(images, t, f)
+
+        class MinibatchStd(torch.nn.Module):
+            def forward(self, x):
+                y = x.reshape(4, -1, 1, 1, 8, 8)
+                y = y - y.mean(dim=0)
+                y = y.square().mean(dim=0)
+                y = (y + 1e-8).sqrt()
+                return torch.cat([x, y.mean(dim=[2, 3, 4]).reshape(-1, 1, 1, 1).repeat(4, 1, 8, 8)], dim=1)
+    """
+    assert [f for f in codes({"augment.py": src}) if f[1] in ("PFL301", "PFL206")] == []

@@ -38,6 +38,12 @@ _DEST = re.compile(r"""\bdest\s*=\s*['"](\w+)['"]""")
 _STORE = re.compile(r"""\baction\s*=\s*['"](store_true|store_false)['"]""")
 _DEFAULT = re.compile(r"""\bdefault\s*=\s*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|'[^'\\\n]*'|"[^"\\\n]*")\s*[,)]""")
 _ANY_DEFAULT = re.compile(r"\bdefault\s*=")
+# Objects of settings built from keywords (`tf.contrib.training.HParams(distributed_run=False, ...)`).
+_SETTINGS = re.compile(r"\b(?:HParams|Namespace|SimpleNamespace|EasyDict|edict|AttrDict)\(")
+_SETTING = re.compile(r"""^\s*(\w+)\s*=\s*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|'[^'\\\n]*'|"[^"\\\n]*")\s*$""")
+_TOP_DEF = re.compile(r"^def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
+_RETURN = re.compile(r"^[ \t]+return\b(.*)$", re.MULTILINE)
+_READ_BACK = re.compile(r"\.(?:item|tolist)\(\)")
 UNKNOWN = "<unknown>"  # an option whose default a text scan cannot read, or that two declarations disagree on
 
 
@@ -58,12 +64,15 @@ class FileFacts:
     # Command-line options it reads (`self.args.use_multi_gpu`) that another file of its program declares,
     # with their defaults as literal text: (("use_multi_gpu", "False"), ...).
     options: tuple[tuple[str, str], ...] = ()
+    # Functions it imports from another file of the run that return a value read back to the host
+    # (`from utils import accuracy`, whose `return correct.item() * ...`): calling one is a wait.
+    read_backs: frozenset[str] = frozenset()
 
     def key(self) -> str:
         flags = "".join("1" if v else "0" for v in (self.torch, self.test_file, self.device_work, self.compiles,
                                                      self.compiled_by_default, self.default_device, self.custom_to))
         options = ",".join(f"{n}={v}" for n, v in self.options)
-        return f"{flags}:{','.join(sorted(self.local_imports))}:{options}"
+        return f"{flags}:{','.join(sorted(self.local_imports))}:{options}:{','.join(sorted(self.read_backs))}"
 
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
@@ -90,7 +99,7 @@ class Scan:
     """The imports and a few telling words of one file's text."""
 
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
-                 "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads")
+                 "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs")
 
     def __init__(self, path: str, text: str) -> None:
         self.path = path
@@ -145,8 +154,9 @@ class Scan:
                 self.compile_guards.append(_guard(lines, row, indent, entry))
         self.true_defaults = {n.replace("-", "_") for pattern in _TRUE_DEFAULTS for n in pattern.findall(text)} \
             if calls or "True" in text else set()
-        self.options = _declared_options(text) if "add_argument(" in text else {}
+        self.options = _declared_options(text) if "add_argument(" in text or _SETTINGS.search(text) else {}
         self.option_reads = set(_OPTION_READ.findall(text))
+        self.read_backs = _read_backs(text) if ".item()" in text or ".tolist()" in text else frozenset()
 
     def compiled_by_default(self, true_defaults: set[str]) -> bool:
         """Whether one of its compile calls runs without a flag, or under a flag that defaults to on."""
@@ -160,16 +170,38 @@ _MODEL_WORDS = ("model", "net", "module", "backbone", "encoder", "decoder", "stu
                 "transformer", "generator", "discriminator", "actor", "critic", "task", "layer", "block", "unet")
 
 
+def _read_backs(text: str) -> frozenset[str]:
+    """Top-level functions every `return` of which reads a value back to the host (`return correct.item() *
+    100.0 / n`): a call of one waits for the device, like a `.item()` written at the call."""
+    found = set()
+    starts = [(m.start(), m.group(1)) for m in _TOP_DEF.finditer(text)]
+    for i, (start, name) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
+        body = text[start:end]
+        first = body.find("\n") + 1 or len(body)
+        top = re.compile(r"^[^\s#)]", re.MULTILINE).search(body, first)  # it ends at the next top-level line
+        body = body[: top.start()] if top else body
+        returns = _RETURN.findall(body)
+        if returns and all(_READ_BACK.search(r) for r in returns):
+            found.add(name)
+    return frozenset(found)
+
+
 def _declared_options(text: str) -> dict[str, str]:
     """The default of each `parser.add_argument("--name", ...)` as Python literal text (`store_true` ->
     "False", no default -> "None"), UNKNOWN where it is not a literal or two declarations disagree."""
     found: dict[str, str] = {}
+
+    def add(name: str, value: str) -> None:
+        found[name] = value if found.get(name, value) == value else UNKNOWN
+
+    for m in _SETTINGS.finditer(text):  # `HParams(epochs=500, fp16_run=False, ...)`: each literal keyword
+        for part in _top_level_parts(text, m.end(), 20000):
+            setting = _SETTING.match(re.sub(r"#[^\n]*", "", part))
+            if setting:
+                add(*setting.groups())
     for m in _ADD_ARGUMENT.finditer(text):
-        depth, end = 1, m.end()
-        while depth and end < len(text) and end - m.end() < 4000:  # the call's text, to its closing parenthesis
-            depth += {"(": 1, ")": -1}.get(text[end], 0)
-            end += 1
-        call = text[m.end(): end]
+        call = "".join(_top_level_parts(text, m.end(), 4000, ",")) + ")"
         flag, dest = _FLAG.match(call), _DEST.search(call)
         if dest is None and flag is None:
             continue
@@ -181,8 +213,26 @@ def _declared_options(text: str) -> dict[str, str]:
             value = UNKNOWN
         else:
             value = str(store.group(1) == "store_false") if store else "None"
-        found[name] = value if found.get(name, value) == value else UNKNOWN
+        add(name, value)
     return found
+
+
+def _top_level_parts(text: str, start: int, limit: int, joiner: str | None = None) -> list[str]:
+    """The comma-separated arguments of the call whose "(" ends at `start`, up to its ")" (at most `limit`
+    characters; brackets nest, strings are not parsed). With a joiner, the commas are kept."""
+    parts, depth, begin, end = [], 1, start, start
+    while depth and end < len(text) and end - start < limit:
+        ch = text[end]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 1:
+            parts.append(text[begin:end] + (joiner or ""))
+            begin = end + 1
+        end += 1
+    parts.append(text[begin:end - 1] if not depth else text[begin:end])
+    return parts
 
 
 def _compiles_a_model(line: str) -> bool:
@@ -339,12 +389,22 @@ class Project:
         compiles, by_default, device_work, custom_to = self._programs[path]
         local = frozenset(f"{level}:{module}" for level, module, names in scan.imports
                           if self.resolve(path, level, module, names))
+        read_backs = set()
+        for level, module, names in scan.imports:
+            if not names:  # `import utils` (then `utils.accuracy(...)`) or `from utils import *`
+                file = self.module_file(path, level, module)
+                read_backs.update(self.scans[file].read_backs if file is not None else ())
+            for n in names:
+                found = self.function_file(path, level, module, n, ())
+                if found is not None and found[1] in self.scans[found[0]].read_backs:
+                    read_backs.add(n)
         declared = self._options[path]
         options = tuple(sorted((n, declared[n]) for n in scan.option_reads if n in declared and n not in scan.options))
         return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path) and not tests_as_code,
                          device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=scan.default_device,
-                         custom_to=custom_to, local_imports=local, options=options)
+                         custom_to=custom_to, local_imports=local, options=options,
+                         read_backs=frozenset(read_backs))
 
 
 def _common(a: str, b: str) -> tuple:

@@ -684,9 +684,11 @@ class Values:
         if not bindings or len(bindings) != 1:
             return _NO_DEFAULT
         b = bindings[0]
-        if b.how == "param":  # a constructor's setting; other functions' callers pass what they need
+        if b.how == "param":
             param: cst.Param = b.target
-            if b.value.name != "__init__" or param.default is None or self._passed_here(b.value, param):
+            if b.value.name != "__init__":  # what every call of this file passes, when they agree
+                return self._passed_default(b.value, param, depth)
+            if param.default is None or self._passed_here(b.value, param):  # a constructor's setting
                 return _NO_DEFAULT
             return self.default_of(param.default, depth + 1)
         value = b.value
@@ -738,6 +740,30 @@ class Values:
                 found[name] = ast.literal_eval(text)
         self.model._memo["option-defaults"] = found
         return found
+
+    def _passed_default(self, info: FunctionInfo, param: cst.Param, depth: int):
+        """The value a parameter has with the defaults when every call of this file passes the same known value
+        (`validate(..., hparams.distributed_run, rank)` with `distributed_run=False`); `_NO_DEFAULT` otherwise,
+        and for a function no call of this file runs (its callers elsewhere pass what they need)."""
+        calls = self.callers().get(info, ())
+        if not calls or len(calls) > 8:
+            return _NO_DEFAULT
+        if info.cls is None and not info.name.startswith("_") and "__main__" not in self.model.text:
+            return _NO_DEFAULT  # a library's public function: other files call it with their own values
+        name = param.name.value
+        names = info.positional()
+        index = names.index(name) if name in names else None
+        found = []
+        for call in calls:
+            if any(a.star for a in call.args):
+                return _NO_DEFAULT
+            arg = keyword(call, name) or (positional(call, index) if index is not None else None)
+            given = arg.value if arg is not None else param.default
+            value = self.default_of(given, depth + 1) if given is not None else _NO_DEFAULT
+            if value is _NO_DEFAULT or found and found[0] != value:
+                return _NO_DEFAULT
+            found.append(value)
+        return found[0]
 
     def _passed_here(self, init: FunctionInfo, param: cst.Param) -> bool:
         """Whether a call in this file builds the constructor's class passing `param` (then its default is not

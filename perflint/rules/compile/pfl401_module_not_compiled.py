@@ -9,7 +9,9 @@ from perflint.rule import Rule
 
 # Modules worth compiling: a model of this file or a model zoo's, a stack of layers. A lone layer
 # (`nn.Linear(20, 1)`), an activation or a loss is not.
-_CONTAINERS = {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Transformer",
+# Not `nn.ModuleList`/`nn.ModuleDict`: they have no forward, `torch.compile` of one compiles nothing that runs
+# (and its wrapper cannot be indexed or iterated): the models they hold are built and reported elsewhere.
+_CONTAINERS = {"torch.nn.Sequential", "torch.nn.Transformer",
                "torch.nn.TransformerEncoder", "torch.nn.TransformerDecoder", "torch.nn.TransformerEncoderLayer",
                "torch.nn.TransformerDecoderLayer"}
 # Calls that take a model and run it every step somewhere this file cannot see (another file's loop).

@@ -344,8 +344,8 @@ class _Finder:
             if last in _REDUCTIONS or last in _GRIDS:
                 return False
             sizes = factory_sizes(qual, node)
-            if sizes is not None and len(sizes) == 1 and _batch_size(sizes[0]):
-                return False  # `torch.randn((b,), device=d)`: one number per sample (a noise level, a time)
+            if sizes and _batch_size(sizes[0]) and all(_few(d) for d in sizes[1:]):
+                return False  # `torch.randn((b,), device=d)`, `torch.rand([b, 2])`: a few numbers per sample
             if _a_loss(node):
                 return False  # `criterion(out, y)`, `self.loss_fn(...)`: a 0-dim loss
             if method in ("view", "reshape") and _per_sample_shape(node):
@@ -466,7 +466,10 @@ def _per_sample_shape(call: cst.Call) -> bool:
 def _data_names(finder: "_Finder", node: cst.CSTNode, depth: int = 0) -> set:
     """The names whose data an expression reads through elementwise ops only (`(x - mean)` -> {x, mean};
     nothing through a matmul or a reduction)."""
-    if isinstance(node, (cst.Name, cst.Attribute)):
+    if isinstance(node, cst.Name):  # the value it holds here: `y = y.square().mean(0)` is other data than y
+        reaching = finder.values.reaching_bindings(node)
+        return {id(b) for b in reaching} if reaching else {node.value}
+    if isinstance(node, cst.Attribute):
         name = dotted(node)
         return {name} if name else set()
     op = finder._op(node) if depth < 8 else None
@@ -491,6 +494,14 @@ def _a_loss(call: cst.Call) -> bool:
         return False
     reduction = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "reduction"), None)
     return not (isinstance(reduction, cst.SimpleString) and reduction.evaluated_value == "none")
+
+
+def _few(node: cst.CSTNode) -> bool:
+    """A literal dimension of at most 4 (a flag, a 2-D offset, an RGBA gain)."""
+    try:
+        return isinstance(node, cst.Integer) and int(node.value, 0) <= 4
+    except ValueError:
+        return False
 
 
 def _batch_size(node: cst.CSTNode) -> bool:

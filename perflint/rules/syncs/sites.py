@@ -23,6 +23,7 @@ from perflint.model.program import FileModel, Frame
 from perflint.model.steps import Step, Steps
 from perflint.model.values import ON_DEVICE, ON_HOST, TENSOR, Value, Values
 from perflint.rule import Rule
+from perflint.tree import find_all
 
 _PRINTERS = {"print", "str", "repr"}
 _CASTS = {"float", "int", "bool", "complex"}
@@ -57,7 +58,8 @@ class SyncSite:
     reported: bool = False
     evidence: tuple = ()
     where: cst.CSTNode | None = None  # the node whose place decides whether it runs every step (default: node)
-    helper: bool = False  # the project's own `synchronize()` helper: it waits (what follows is free); not reported
+    helper: bool = False  # the project's own `synchronize()`, or a helper that returns a value read back to
+    # the host (`accuracy(...)` ending in `.item()`): it waits (what follows is free); not reported here
 
 
 class SyncRule(Rule):
@@ -122,6 +124,10 @@ def _collect(model: FileModel) -> list[SyncSite]:
                     add(SyncSite(call, "PFL108", qual, data.elt, where=data.elt))
         elif isinstance(func, cst.Name) and func.value == "synchronize" and not call.args:
             add(SyncSite(call, "PFL109", "synchronize", None, helper=True))  # `synchronize = torch.cuda.synchronize`
+        called = qual.rsplit(".", 1)[-1] if qual is not None else func.value if isinstance(func, cst.Name) else None
+        if (called in model.facts.read_backs and not (qual or "").startswith("torch.") or _reads_back(model, call)) \
+                and _device_argument(model, call):
+            add(SyncSite(call, "PFL101", dotted(func) or "a helper", None, helper=True))
         elif isinstance(func, cst.Name) and len(call.args) == 1 and not call.args[0].keyword \
                 and not call.args[0].star:
             if func.value in _CASTS:
@@ -181,7 +187,7 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             continue  # read every k steps already: what the fix would make of it
         if site.code == "PFL105" and frame.loop is None:
             continue  # a branch of a forward or a helper: often an optional input's path; `if t:` in a loop is the pattern
-        if site.code == "PFL109" and (site.helper or _timing_or_retry(model, steps, frame)):
+        if site.helper or site.code == "PFL109" and _timing_or_retry(model, steps, frame):
             waits.append(site)  # a wait all the same: what follows it in the step is free
             continue
         if site.operand is not None and _by_design(model, steps, site):
@@ -334,6 +340,28 @@ def _paid_by(model: FileModel, values: Values, site: SyncSite, earlier: list[Syn
     return None
 
 
+def _device_argument(model: FileModel, call: cst.Call) -> bool:
+    """Whether a call is passed a value on the device (`accuracy(scores, targets)` with the model's output):
+    then what the helper reads back waits for the device, not for a NumPy value."""
+    values = Values.of(model)
+    return any(values.value(a.value).device == ON_DEVICE for a in call.args)
+
+
+def _reads_back(model: FileModel, call: cst.Call) -> bool:
+    """A call of a function of this file whose every `return` reads a value back (`.item()`, `.tolist()`)."""
+    names = model._memo.get("read-back-helpers")
+    if names is None:  # the file's functions that qualify, by name: most calls are ruled out by that alone
+        names = model._memo["read-back-helpers"] = {f.name for f in model.functions if f.returns}
+    func = call.func
+    if not (isinstance(func, cst.Name) and func.value in names
+            or isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+            and func.attr.value in names):
+        return False
+    helper = Values.of(model).callee(call)
+    return helper is not None and bool(helper.returns) and all(
+        any(method_name(c) in ("item", "tolist") and not c.args for c in find_all(r, cst.Call)) for r in helper.returns)
+
+
 def _paid_after(model: FileModel, values: Values, site: SyncSite, later: list[SyncSite]) -> SyncSite | None:
     """An explicit `synchronize()` that surely runs next in the same iteration, with no device work queued
     in between (`loss.item()` then the timing `torch.cuda.synchronize()`): it waits for the same work, so
@@ -474,7 +502,8 @@ def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev:
     calls = site.frame.function.calls if site.frame.function is not None else model.calls
     for call in calls:
         order = model.sites[call][1]
-        if order <= prev.order or order >= site.order or call is site.node or call is prev.node:
+        if order <= prev.order or order >= site.order or call is site.node or call is prev.node \
+                or _inside(model, site.node, call):  # `meter.update(loss.item())` runs after the read
             continue
         if method_name(call) in ("item", "tolist", "cpu", "numpy", "synchronize", "size", "dim"):
             continue

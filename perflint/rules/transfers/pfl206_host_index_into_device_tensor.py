@@ -76,7 +76,7 @@ def _host_index(model: FileModel, values: Values, index: cst.BaseExpression) -> 
         return "a Python list"
     if isinstance(index, cst.Call) and isinstance(index.func, cst.Name) and index.func.value == "range":
         return "a `range`"
-    if _one_element(values, index):
+    if _one_element(values, index) or model.qualname(index) == "numpy.newaxis":  # None: a new axis
         return None  # `x[perm[i]]`: a 0-dim index is read as an integer (a select), nothing is copied
     v = values.value(index)
     if v.kind == NDARRAY:
