@@ -1516,3 +1516,55 @@ def test_a_few_numbers_per_sample_and_a_new_axis_are_small_work():
                 return torch.cat([x, y.mean(dim=[2, 3, 4]).reshape(-1, 1, 1, 1).repeat(4, 1, 8, 8)], dim=1)
     """
     assert [f for f in codes({"augment.py": src}) if f[1] in ("PFL301", "PFL206")] == []
+
+
+# ---- blind review 13 (pytorch-retinanet, YOLOX, ResNeSt, PyTorch-YOLOv3) ----------------------------------
+
+def test_a_loop_that_waits_for_a_key_press_per_image_is_cold():
+    src = """
+        import cv2
+        import torch
+
+        model = build().cuda()
+        loader = torch.utils.data.DataLoader(dataset, batch_size=1, pin_memory=True)
+        for data in loader:
+            with torch.no_grad():
+                scores = model(data["img"].cuda().float())
+            cv2.imshow("img", draw(scores.cpu().numpy()))
+            cv2.waitKey(0)
+    """
+    assert [c for _, c in codes({"visualize.py": src})] == []
+
+
+def test_data_parallel_in_the_cpu_fallback_branch_is_not_reported():
+    src = """
+        import torch
+
+        def main(loader, opt):
+            retinanet = build()
+            if torch.cuda.is_available():
+                retinanet = torch.nn.DataParallel(retinanet).cuda()
+            else:
+                retinanet = torch.nn.DataParallel(retinanet)
+            for data in loader:
+                loss = retinanet(data["img"].cuda(non_blocking=True)).mean()
+                loss.backward()
+                opt.step()
+    """
+    assert [line for line, code in codes({"train.py": src}) if code == "PFL701"] == [7]
+
+
+def test_an_empty_seed_moved_to_the_device_copies_nothing():
+    src = """
+        import torch
+
+        class RetinaNet(torch.nn.Module):
+            def forward(self, x):
+                scores = self.head(x)
+                final_scores = torch.Tensor([]).cuda()
+                final_labels = torch.Tensor([1.0, 2.0]).long().cuda()
+                for c in range(scores.shape[2]):
+                    final_scores = torch.cat((final_scores, scores[:, :, c].max(dim=1)[0]))
+                return final_scores, final_labels
+    """
+    assert [line for line, code in codes({"model.py": src}) if code == "PFL201"] == [8]

@@ -31,7 +31,8 @@ _SUBCLASS = re.compile(r"^class[ \t]+(\w+)[ \t]*\(([\w., \t]+)\)[ \t]*:", re.MUL
 _TEST_NAME = re.compile(r"(?:^test_.*|.*_test|^conftest)\.(?:py|ipynb)$")
 # Names a script's parsed command line goes by: `args.lr`, `self.args.use_multi_gpu`, `opt.niter`.
 OPTION_HOLDERS = frozenset({"args", "opt", "opts", "options", "flags", "FLAGS", "cli_args", "hparams", "argv_args"})
-_OPTION_READ = re.compile(r"\b(?:" + "|".join(sorted(OPTION_HOLDERS)) + r")\.(\w+)")
+_IDENT = re.compile(r"\w+")
+_PUNCTUATION = re.compile(r"[()\[\]{},]")
 _ADD_ARGUMENT = re.compile(r"\.add_argument\(")
 _FLAG = re.compile(r"""^\s*(?:['"]-[\w-]*['"]\s*,\s*)*['"]--([\w-]+)['"]""")
 _DEST = re.compile(r"""\bdest\s*=\s*['"](\w+)['"]""")
@@ -39,6 +40,7 @@ _STORE = re.compile(r"""\baction\s*=\s*['"](store_true|store_false)['"]""")
 _DEFAULT = re.compile(r"""\bdefault\s*=\s*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|'[^'\\\n]*'|"[^"\\\n]*")\s*[,)]""")
 _ANY_DEFAULT = re.compile(r"\bdefault\s*=")
 # Objects of settings built from keywords (`tf.contrib.training.HParams(distributed_run=False, ...)`).
+_SETTINGS_WORDS = ("HParams(", "Namespace(", "EasyDict(", "edict(", "AttrDict(")
 _SETTINGS = re.compile(r"\b(?:HParams|Namespace|SimpleNamespace|EasyDict|edict|AttrDict)\(")
 _SETTING = re.compile(r"""^\s*(\w+)\s*=\s*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|'[^'\\\n]*'|"[^"\\\n]*")\s*$""")
 _TOP_DEF = re.compile(r"^def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
@@ -77,7 +79,7 @@ class FileFacts:
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
         """The facts of a file linted on its own: everything comes from its text."""
-        scan = Scan(path, text)
+        scan = Scan(path, text, run=False)
         return FileFacts(torch=scan.torch_direct or not text, test_file=is_test_path(path),
                          device_work=scan.device_work or not text, compiles=bool(scan.compile_guards),
                          compiled_by_default=scan.compiled_by_default(scan.true_defaults),
@@ -101,7 +103,9 @@ class Scan:
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs")
 
-    def __init__(self, path: str, text: str) -> None:
+    def __init__(self, path: str, text: str, run: bool = True) -> None:
+        """`run`: the file is one of a run's, so what other files learn from it (the options it declares and
+        reads, its helpers that read back) is scanned too; a file linted alone skips that."""
         self.path = path
         self.imports: list[tuple[int, str, tuple[str, ...]]] = []  # (level, module, names)
         heads = set()
@@ -154,9 +158,10 @@ class Scan:
                 self.compile_guards.append(_guard(lines, row, indent, entry))
         self.true_defaults = {n.replace("-", "_") for pattern in _TRUE_DEFAULTS for n in pattern.findall(text)} \
             if calls or "True" in text else set()
-        self.options = _declared_options(text) if "add_argument(" in text or _SETTINGS.search(text) else {}
-        self.option_reads = set(_OPTION_READ.findall(text))
-        self.read_backs = _read_backs(text) if ".item()" in text or ".tolist()" in text else frozenset()
+        self.options = _declared_options(text) if run and ("add_argument(" in text or any(
+            w in text for w in _SETTINGS_WORDS)) else {}
+        self.option_reads = _option_reads(text) if run else set()
+        self.read_backs = _read_backs(text) if run and (".item()" in text or ".tolist()" in text) else frozenset()
 
     def compiled_by_default(self, true_defaults: set[str]) -> bool:
         """Whether one of its compile calls runs without a flag, or under a flag that defaults to on."""
@@ -168,6 +173,22 @@ _BLOCKS = ("if ", "elif ", "else", "for ", "while ", "with ", "try", "except", "
            "class ", "match ", "case ")
 _MODEL_WORDS = ("model", "net", "module", "backbone", "encoder", "decoder", "student", "teacher", "policy", "agent",
                 "transformer", "generator", "discriminator", "actor", "critic", "task", "layer", "block", "unet")
+
+
+def _option_reads(text: str) -> set[str]:
+    """The names read from a parsed command line: `args.lr`, `self.opt.niter` -> {"lr", "niter"}. Found by
+    substring search (a warm run scans every file: a regex alternation over the text costs 10x more)."""
+    found = set()
+    for holder in OPTION_HOLDERS:
+        key = holder + "."
+        at = text.find(key)
+        while at != -1:
+            if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+                m = _IDENT.match(text, at + len(key))
+                if m:
+                    found.add(m.group(0))
+            at = text.find(key, at + 1)
+    return found
 
 
 def _read_backs(text: str) -> frozenset[str]:
@@ -220,18 +241,20 @@ def _declared_options(text: str) -> dict[str, str]:
 def _top_level_parts(text: str, start: int, limit: int, joiner: str | None = None) -> list[str]:
     """The comma-separated arguments of the call whose "(" ends at `start`, up to its ")" (at most `limit`
     characters; brackets nest, strings are not parsed). With a joiner, the commas are kept."""
-    parts, depth, begin, end = [], 1, start, start
-    while depth and end < len(text) and end - start < limit:
-        ch = text[end]
+    parts, depth, begin = [], 1, start
+    for m in _PUNCTUATION.finditer(text, start, min(len(text), start + limit)):
+        ch = m.group(0)
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
-        elif ch == "," and depth == 1:
-            parts.append(text[begin:end] + (joiner or ""))
-            begin = end + 1
-        end += 1
-    parts.append(text[begin:end - 1] if not depth else text[begin:end])
+            if not depth:
+                parts.append(text[begin:m.start()])
+                return parts
+        elif depth == 1:
+            parts.append(text[begin:m.start()] + (joiner or ""))
+            begin = m.end()
+    parts.append(text[begin:start + limit])
     return parts
 
 
@@ -292,6 +315,7 @@ class Project:
                 self._by_name.setdefault(".".join(parts[i:]), []).append(path)
         self._torch: dict[str, bool] = {}
         self._options: dict[str, dict[str, str]] = {}  # per file: the options its program declares
+        self._read_back_names = set().union(*(s.read_backs for s in scans.values()))
         self._programs = self._connect()
 
     def resolve(self, path: str, level: int, module: str, names: tuple[str, ...]) -> list[str]:
@@ -390,7 +414,9 @@ class Project:
         local = frozenset(f"{level}:{module}" for level, module, names in scan.imports
                           if self.resolve(path, level, module, names))
         read_backs = set()
-        for level, module, names in scan.imports:
+        for level, module, names in scan.imports if self._read_back_names else ():
+            if names and not self._read_back_names.intersection(names):
+                continue
             if not names:  # `import utils` (then `utils.accuracy(...)`) or `from utils import *`
                 file = self.module_file(path, level, module)
                 read_backs.update(self.scans[file].read_backs if file is not None else ())

@@ -288,8 +288,9 @@ class Steps:
         model = self.model
         for call in calls:
             qual = model.qualname(call.func) or dotted(call.func) or ""
-            if qual in api.INTERACTIVE:
-                return LoopKind(COLD, (("waits for `{}`", call),))
+            if qual in api.INTERACTIVE or qual == "cv2.waitKey" and (
+                    not call.args or isinstance(call.args[0].value, cst.Integer) and call.args[0].value.value == "0"):
+                return LoopKind(COLD, (("waits for `{}`", call),))  # `input()`, `cv2.waitKey(0)`: a key press
         sources = _sources(iterable) if iterable is not None else []
         for source in sources:
             v = self.values.value(source)
@@ -586,6 +587,11 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [test]
 
 
+def cpu_only(frame: Frame) -> bool:
+    """Whether a frame is a branch a CUDA run never takes (see _cpu_only), or lies inside one."""
+    return any(f.condition is not None and _cpu_only(*f.condition) for f in frame.chain())
+
+
 def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:
     """The branch a CUDA run never takes: `if x.device.type == "cpu":` (a fallback of a fused CUDA op), the
     else of `if x.is_cuda:`."""
@@ -593,6 +599,8 @@ def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:
         test, holds = test.expression, not holds
     if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
         return not holds
+    if isinstance(test, cst.Call) and (dotted(test.func) or "").endswith("cuda.is_available"):
+        return not holds  # the else of `if torch.cuda.is_available():`
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         op, right = test.comparisons[0].operator, test.comparisons[0].comparator
         left = test.left

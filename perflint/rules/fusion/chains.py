@@ -254,13 +254,12 @@ class _Finder:
             if qual in api.LIKE_FACTORIES and node.args and depth < 3 and self._zero_dim(node.args[0].value):
                 return False  # `torch.ones_like(count)` of a reduction's 0-dim result
         if isinstance(node, cst.Name) and depth < 3:
-            reaching = self.values.reaching_bindings(node)
-            if reaching and all(b in self._scalar_bindings() for b in reaching):
-                return False  # a loss this function calls `.backward()` on: one number
-            sources = self.values.sources(node)
-            if sources:
-                return any(self._array(s, depth + 1) for s in sources)
             reaching = self.values.reaching_bindings(node) or []
+            scalars = self._scalar_bindings()
+            if reaching and scalars and all(b in scalars for b in reaching):
+                return False  # a loss this function calls `.backward()` on: one number
+            if reaching and all(b.how in ("assign", "walrus") and not b.path for b in reaching):  # sources()
+                return any(self._array(b.value, depth + 1) for b in reaching)
             if reaching and all(b.how == "assign" and b.path in ((), (0,)) and isinstance(b.value, cst.Call)
                                 and _a_loss(b.value) for b in reaching):
                 return False  # `loss_gen, per_scale = generator_loss(outputs)`: a loss comes first

@@ -349,17 +349,16 @@ def _device_argument(model: FileModel, call: cst.Call) -> bool:
 
 def _reads_back(model: FileModel, call: cst.Call) -> bool:
     """A call of a function of this file whose every `return` reads a value back (`.item()`, `.tolist()`)."""
-    names = model._memo.get("read-back-helpers")
-    if names is None:  # the file's functions that qualify, by name: most calls are ruled out by that alone
-        names = model._memo["read-back-helpers"] = {f.name for f in model.functions if f.returns}
-    func = call.func
-    if not (isinstance(func, cst.Name) and func.value in names
-            or isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
-            and func.attr.value in names):
+    helpers = model._memo.get("read-back-helpers")
+    if helpers is None:  # computed once per file: usually none, and then every call is ruled out at once
+        helpers = model._memo["read-back-helpers"] = {f for f in model.functions if f.returns and all(
+            any(method_name(c) in ("item", "tolist") and not c.args for c in find_all(r, cst.Call)) for r in f.returns)}
+    if not helpers:
         return False
-    helper = Values.of(model).callee(call)
-    return helper is not None and bool(helper.returns) and all(
-        any(method_name(c) in ("item", "tolist") and not c.args for c in find_all(r, cst.Call)) for r in helper.returns)
+    func = call.func
+    name = func.value if isinstance(func, cst.Name) else func.attr.value \
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" else None
+    return name is not None and any(f.name == name for f in helpers) and Values.of(model).callee(call) in helpers
 
 
 def _paid_after(model: FileModel, values: Values, site: SyncSite, later: list[SyncSite]) -> SyncSite | None:

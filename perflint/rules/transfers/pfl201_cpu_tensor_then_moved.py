@@ -163,8 +163,11 @@ def _pinned(factory: cst.Call) -> bool:
 
 
 def _no_elements(factory: str, call: cst.Call) -> bool:
-    """`torch.empty(0)`, `torch.zeros((0, d))`: a size with a literal 0 makes no elements; moving it copies
-    nothing (an empty start for a `torch.cat` that grows it)."""
+    """`torch.empty(0)`, `torch.zeros((0, d))`, `torch.Tensor([])`: a size with a literal 0, or empty data, makes
+    no elements; moving it copies nothing (an empty start for a `torch.cat` that grows it)."""
+    if factory in api.FROM_DATA and call.args and isinstance(call.args[0].value, (cst.List, cst.Tuple)) \
+            and not call.args[0].value.elements:
+        return True
     return any(isinstance(v, cst.Integer) and v.evaluated_value == 0 for v in factory_sizes(factory, call) or ())
 
 
