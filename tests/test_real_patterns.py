@@ -1568,3 +1568,33 @@ def test_an_empty_seed_moved_to_the_device_copies_nothing():
                 return final_scores, final_labels
     """
     assert [line for line, code in codes({"model.py": src}) if code == "PFL201"] == [8]
+
+
+def test_a_helper_that_reads_back_before_its_plain_return_also_pays_for_the_next_read():
+    utils = """
+        import torch
+
+        def calculate_accuracy(outputs, targets):
+            with torch.no_grad():
+                batch_size = targets.size(0)
+                _, pred = outputs.topk(1, 1, largest=True, sorted=True)
+                n_correct = pred.t().eq(targets.view(1, -1)).float().sum().item()
+                return n_correct / batch_size
+    """
+    training = """
+        import torch
+        from utils import AverageMeter, calculate_accuracy
+
+        def train_epoch(model, loader, criterion, optimizer, device, losses, accuracies):
+            for inputs, targets in loader:
+                targets = targets.to(device, non_blocking=True)
+                outputs = model(inputs.to(device, non_blocking=True))
+                loss = criterion(outputs, targets)
+                acc = calculate_accuracy(outputs, targets)
+                losses.update(loss.item(), inputs.size(0))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """
+    found = run({"utils.py": utils, "training.py": training})
+    assert [(f.path, f.line, f.code) for f in found if f.code == "PFL101"] == [("utils.py", 8, "PFL101")]

@@ -192,8 +192,9 @@ def _option_reads(text: str) -> set[str]:
 
 
 def _read_backs(text: str) -> frozenset[str]:
-    """Top-level functions every `return` of which reads a value back to the host (`return correct.item() *
-    100.0 / n`): a call of one waits for the device, like a `.item()` written at the call."""
+    """Top-level functions that end by reading a value back to the host: every `return` does (`return
+    correct.item() * 100.0 / n`), or the body does and the returns only compute on what it read (`return
+    n_correct / batch_size`). A call of one waits for the device, like a `.item()` written at the call."""
     found = set()
     starts = [(m.start(), m.group(1)) for m in _TOP_DEF.finditer(text)]
     for i, (start, name) in enumerate(starts):
@@ -203,8 +204,9 @@ def _read_backs(text: str) -> frozenset[str]:
         top = re.compile(r"^[^\s#)]", re.MULTILINE).search(body, first)  # it ends at the next top-level line
         body = body[: top.start()] if top else body
         returns = _RETURN.findall(body)
-        if returns and all(_READ_BACK.search(r) for r in returns):
-            found.add(name)
+        if returns and (all(_READ_BACK.search(r) for r in returns)
+                        or _READ_BACK.search(body) and not any("(" in r for r in returns)):
+            found.add(name)  # `return n.item() / b`, or `n = c.sum().item()` ... `return n / b`
     return frozenset(found)
 
 

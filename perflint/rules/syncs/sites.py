@@ -351,14 +351,27 @@ def _reads_back(model: FileModel, call: cst.Call) -> bool:
     """A call of a function of this file whose every `return` reads a value back (`.item()`, `.tolist()`)."""
     helpers = model._memo.get("read-back-helpers")
     if helpers is None:  # computed once per file: usually none, and then every call is ruled out at once
-        helpers = model._memo["read-back-helpers"] = {f for f in model.functions if f.returns and all(
-            any(method_name(c) in ("item", "tolist") and not c.args for c in find_all(r, cst.Call)) for r in f.returns)}
+        helpers = model._memo["read-back-helpers"] = {f for f in model.functions if _ends_reading_back(f)}
     if not helpers:
         return False
     func = call.func
     name = func.value if isinstance(func, cst.Name) else func.attr.value \
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" else None
     return name is not None and any(f.name == name for f in helpers) and Values.of(model).callee(call) in helpers
+
+
+def _ends_reading_back(function) -> bool:
+    """Every `return` reads a value back (`.item()`, `.tolist()`), or the body does and the returns are plain
+    arithmetic on names (`n = c.sum().item()` ... `return n / batch_size`), as project.py's text scan."""
+    if not function.returns:
+        return False
+
+    def reads(node: cst.CSTNode) -> bool:
+        return method_name(node) in ("item", "tolist") and not node.args
+
+    if all(any(reads(c) for c in find_all(r, cst.Call)) for r in function.returns):
+        return True
+    return any(reads(c) for c in function.calls) and not any(find_all(r, cst.Call) for r in function.returns)
 
 
 def _paid_after(model: FileModel, values: Values, site: SyncSite, later: list[SyncSite]) -> SyncSite | None:
