@@ -1084,7 +1084,8 @@ def test_a_grid_of_sample_images_grown_with_cat_and_saved_is_not_quadratic_data(
                 feats = torch.cat([feats, model(x)])
             return feats
     """
-    assert [f for f in codes({"stargan.py": src}) if f[1] == "PFL302"] == [(15, "PFL302")]
+    selected = Linter([all_rules()["PFL302"]])  # off by default: selected, as a user would
+    assert [(f.line, f.code) for f in run({"stargan.py": src}, selected)] == [(15, "PFL302")]
 
 
 def test_an_onnx_wrapper_an_int_repeat_count_and_an_rnn_model():
