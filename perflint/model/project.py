@@ -40,12 +40,13 @@ _STORE = re.compile(r"""\baction\s*=\s*['"](store_true|store_false)['"]""")
 _DEFAULT = re.compile(r"""\bdefault\s*=\s*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|'[^'\\\n]*'|"[^"\\\n]*")\s*[,)]""")
 _ANY_DEFAULT = re.compile(r"\bdefault\s*=")
 # Objects of settings built from keywords (`tf.contrib.training.HParams(distributed_run=False, ...)`).
-_SETTINGS_WORDS = ("HParams(", "Namespace(", "EasyDict(", "edict(", "AttrDict(")
-_SETTINGS = re.compile(r"\b(?:HParams|Namespace|SimpleNamespace|EasyDict|edict|AttrDict)\(")
+_SETTINGS_CLASSES = ("HParams", "Namespace", "SimpleNamespace", "EasyDict", "edict", "AttrDict")
+_SETTINGS = re.compile(r"\b(?:" + "|".join(_SETTINGS_CLASSES) + r")\(")
 _SETTING = re.compile(r"""^\s*(\w+)\s*=\s*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|'[^'\\\n]*'|"[^"\\\n]*")\s*$""")
 _TOP_DEF = re.compile(r"^def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 _RETURN = re.compile(r"^[ \t]+return\b(.*)$", re.MULTILINE)
 _READ_BACK = re.compile(r"\.(?:item|tolist)\(\)")
+_TOP_LEVEL_LINE = re.compile(r"^[^\s#)]", re.MULTILINE)
 UNKNOWN = "<unknown>"  # an option whose default a text scan cannot read, or that two declarations disagree on
 
 
@@ -63,11 +64,11 @@ class FileFacts:
     # Its imports that load a file of the run, as "level:module" (`from ..util import box_ops` -> "2:util"):
     # calls through them are the calls out that model/crossfile.py follows.
     local_imports: frozenset[str] = frozenset()
-    # Command-line options it reads (`self.args.use_multi_gpu`) that another file of its program declares,
-    # with their defaults as literal text: (("use_multi_gpu", "False"), ...).
+    # Command-line options it reads (`self.args.use_multi_gpu`) that it or another file of its program
+    # declares, with their defaults as literal text: (("use_multi_gpu", "False"), ...).
     options: tuple[tuple[str, str], ...] = ()
-    # Functions it imports from another file of the run that return a value read back to the host
-    # (`from utils import accuracy`, whose `return correct.item() * ...`): calling one is a wait.
+    # Top-level functions it defines or imports from another file of the run that end by reading a value back
+    # to the host (`from utils import accuracy`, whose `return correct.item() * ...`): calling one is a wait.
     read_backs: frozenset[str] = frozenset()
 
     def key(self) -> str:
@@ -83,6 +84,7 @@ class FileFacts:
         return FileFacts(torch=scan.torch_direct or not text, test_file=is_test_path(path),
                          device_work=scan.device_work or not text, compiles=bool(scan.compile_guards),
                          compiled_by_default=scan.compiled_by_default(scan.true_defaults),
+                         options=_read_options(scan, {}), read_backs=scan.read_backs,
                          default_device=scan.default_device, custom_to=scan.custom_to)
 
 
@@ -104,8 +106,8 @@ class Scan:
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
-        """`run`: the file is one of a run's, so what other files learn from it (the options it declares and
-        reads, its helpers that read back) is scanned too; a file linted alone skips that."""
+        """`run`: the file is one of a run's, so the options it reads are scanned even where it declares none
+        (another file may); a file linted alone skips that."""
         self.path = path
         self.imports: list[tuple[int, str, tuple[str, ...]]] = []  # (level, module, names)
         heads = set()
@@ -158,10 +160,10 @@ class Scan:
                 self.compile_guards.append(_guard(lines, row, indent, entry))
         self.true_defaults = {n.replace("-", "_") for pattern in _TRUE_DEFAULTS for n in pattern.findall(text)} \
             if calls or "True" in text else set()
-        self.options = _declared_options(text) if run and ("add_argument(" in text or any(
-            w in text for w in _SETTINGS_WORDS)) else {}
-        self.option_reads = _option_reads(text) if run else set()
-        self.read_backs = _read_backs(text) if run and (".item()" in text or ".tolist()" in text) else frozenset()
+        self.options = _declared_options(text) if "add_argument(" in text or any(
+            f"{w}(" in text for w in _SETTINGS_CLASSES) else {}
+        self.option_reads = _option_reads(text) if run or self.options else set()
+        self.read_backs = _read_backs(text) if ".item()" in text or ".tolist()" in text else frozenset()
 
     def compiled_by_default(self, true_defaults: set[str]) -> bool:
         """Whether one of its compile calls runs without a flag, or under a flag that defaults to on."""
@@ -191,6 +193,13 @@ def _option_reads(text: str) -> set[str]:
     return found
 
 
+def _read_options(scan: Scan, program: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The defaults of the options a file reads: its own declarations first, then its program's (one of
+    which disagrees with another: none)."""
+    declared = {**program, **scan.options}
+    return tuple(sorted((n, declared[n]) for n in scan.option_reads if declared.get(n, UNKNOWN) != UNKNOWN))
+
+
 def _read_backs(text: str) -> frozenset[str]:
     """Top-level functions that end by reading a value back to the host: every `return` does (`return
     correct.item() * 100.0 / n`), or the body does and the returns only compute on what it read (`return
@@ -201,7 +210,7 @@ def _read_backs(text: str) -> frozenset[str]:
         end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
         body = text[start:end]
         first = body.find("\n") + 1 or len(body)
-        top = re.compile(r"^[^\s#)]", re.MULTILINE).search(body, first)  # it ends at the next top-level line
+        top = _TOP_LEVEL_LINE.search(body, first)  # it ends at the next top-level line
         body = body[: top.start()] if top else body
         returns = _RETURN.findall(body)
         if returns and (all(_READ_BACK.search(r) for r in returns)
@@ -389,6 +398,7 @@ class Project:
                 for dep in self.resolve(path, level, module, names):
                     parent[find(dep)] = find(path)
         members: dict[str, list[Scan]] = {}
+        program_options: dict[str, dict[str, str]] = {}
         for path, scan in self.scans.items():
             members.setdefault(find(path), []).append(scan)
         programs = {}
@@ -400,14 +410,13 @@ class Project:
             any_compile = any(s.compile_guards for s in scans)
             programs[root] = (any_compile, any_compile and any(s.compiled_by_default(defaults) for s in scans),
                               device_work, custom_to)
-            options: dict[str, str] = {}
+            options = program_options[root] = {}
             for s in scans:
                 for name, value in s.options.items():
                     options[name] = value if options.get(name, value) == value else UNKNOWN
-            programs[root] += ({n: v for n, v in options.items() if v != UNKNOWN},)
         for path in self.scans:
-            self._options[path] = programs[find(path)][4]
-        return {path: programs[find(path)][:4] for path in self.scans}
+            self._options[path] = program_options[find(path)]
+        return {path: programs[find(path)] for path in self.scans}
 
     def facts(self, path: str, tests_as_code: bool = False) -> FileFacts:
         """The facts one file is linted with (`tests_as_code`: a test file is judged as any other)."""
@@ -415,7 +424,7 @@ class Project:
         compiles, by_default, device_work, custom_to = self._programs[path]
         local = frozenset(f"{level}:{module}" for level, module, names in scan.imports
                           if self.resolve(path, level, module, names))
-        read_backs = set()
+        read_backs = set(scan.read_backs)
         for level, module, names in scan.imports if self._read_back_names else ():
             if names and not self._read_back_names.intersection(names):
                 continue
@@ -426,12 +435,10 @@ class Project:
                 found = self.function_file(path, level, module, n, ())
                 if found is not None and found[1] in self.scans[found[0]].read_backs:
                     read_backs.add(n)
-        declared = self._options[path]
-        options = tuple(sorted((n, declared[n]) for n in scan.option_reads if n in declared and n not in scan.options))
         return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path) and not tests_as_code,
                          device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=scan.default_device,
-                         custom_to=custom_to, local_imports=local, options=options,
+                         custom_to=custom_to, local_imports=local, options=_read_options(scan, self._options[path]),
                          read_backs=frozenset(read_backs))
 
 

@@ -146,6 +146,13 @@ class Steps:
             self.off[f] = found
         return found
 
+    def never_taken(self, frame: Frame) -> bool:
+        """Whether a CUDA run with the code's defaults never reaches this frame: it lies in a branch off by
+        default (`if args.use_multi_gpu:`) or in a CPU fallback (the else of `if torch.cuda.is_available():`),
+        the two tests `in_frame` starts with, for code that runs once rather than per step."""
+        return self.off_by_default(frame) is not None \
+            or any(f.condition is not None and _cpu_only(*f.condition) for f in frame.chain())
+
     def every_k_gate(self, frame: Frame) -> Frame | None:
         """The `if i % k == 0:` gate around a node inside the nearest loop when the loop also trains outside it
         (a WGAN's generator update every n_critic batches beside the critic's every batch): what it holds runs
@@ -585,11 +592,6 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _conjuncts(test.left) + _conjuncts(test.right)
     return [test]
-
-
-def cpu_only(frame: Frame) -> bool:
-    """Whether a frame is a branch a CUDA run never takes (see _cpu_only), or lies inside one."""
-    return any(f.condition is not None and _cpu_only(*f.condition) for f in frame.chain())
 
 
 def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:

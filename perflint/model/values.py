@@ -114,7 +114,6 @@ def join(values: list[Value]) -> Value:
 _NO_CUT = 1 << 30
 _ORDER = {cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge, cst.LessThan: operator.lt,
           cst.LessThanEqual: operator.le}
-# Names that hold parsed command-line options (`args = parser.parse_args()`, `opt`, a `FLAGS` object).
 
 
 class Values:
@@ -700,45 +699,14 @@ class Values:
         return _NO_DEFAULT
 
     def option_defaults(self) -> dict:
-        """The default of each command-line option this file declares (`parser.add_argument("--add_noise",
-        action="store_true")` -> {"add_noise": False}): the run its authors intend unless told otherwise.
-        An option declared twice with different defaults (two scripts in one file) has none."""
+        """The default of each command-line option this file reads, as its own `parser.add_argument(
+        "--add_noise", action="store_true")` or another file of its program declares it (`{"add_noise":
+        False}`): the run its authors intend unless told otherwise. The declarations are read by the text
+        scan of `model/project.py` (an option declared twice with different defaults has none)."""
         found = self.model._memo.get("option-defaults")
-        if found is not None:
-            return found
-        found, clashes = {}, set()
-        for call in self.model.calls:
-            if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument") or not call.args:
-                continue
-            flags = [a.value.evaluated_value for a in call.args if not a.keyword
-                     and isinstance(a.value, cst.SimpleString)]
-            longs = [f for f in flags if isinstance(f, str) and f.startswith("--")]
-            dest = keyword(call, "dest")
-            if dest is not None and isinstance(dest.value, cst.SimpleString):
-                name = dest.value.evaluated_value
-            elif longs:
-                name = longs[0][2:].replace("-", "_")
-            else:
-                continue
-            action = keyword(call, "action")
-            action = action.value.evaluated_value if action is not None \
-                and isinstance(action.value, cst.SimpleString) else None
-            given = keyword(call, "default")
-            if given is not None:
-                value = self.default_of(given.value)
-            elif action in ("store_true", "store_false"):
-                value = action == "store_false"
-            else:
-                value = None
-            if value is _NO_DEFAULT or name in found and found[name] != value:
-                clashes.add(name)
-            found.setdefault(name, value)
-        for name in clashes:
-            found.pop(name, None)
-        for name, text in self.model.facts.options:  # declared by another file of the program (run.py)
-            if name not in found and name not in clashes:
-                found[name] = ast.literal_eval(text)
-        self.model._memo["option-defaults"] = found
+        if found is None:
+            found = self.model._memo["option-defaults"] = {
+                name: ast.literal_eval(text) for name, text in self.model.facts.options}
         return found
 
     def _passed_default(self, info: FunctionInfo, param: cst.Param, depth: int):

@@ -2,7 +2,7 @@ import libcst as cst
 
 from perflint.model.names import keyword, positional
 from perflint.model.program import FileModel
-from perflint.model.steps import Steps, cpu_only
+from perflint.model.steps import Steps
 from perflint.model.values import Values
 
 from perflint.rule import Rule
@@ -66,10 +66,8 @@ one device, so the rule's effect is documented rather than re-measured.
         steps = Steps.of(model)
         for call in model.calls:
             qual = model.call_name(call)
-            frame = model.site(call)[0]
             if qual in _DATA_PARALLEL and not _one_device(model, call) \
-                    and steps.off_by_default(frame) is None and not cpu_only(frame):  # not `--use_multi_gpu`, not
-                # the else of `if torch.cuda.is_available():`
+                    and not steps.never_taken(model.site(call)[0]):  # not `--use_multi_gpu`, not a CPU fallback
                 self.report(model, call, self.message.format(func=qual.rsplit(".", 1)[1]))
 
 

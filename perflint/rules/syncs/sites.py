@@ -124,16 +124,16 @@ def _collect(model: FileModel) -> list[SyncSite]:
                     add(SyncSite(call, "PFL108", qual, data.elt, where=data.elt))
         elif isinstance(func, cst.Name) and func.value == "synchronize" and not call.args:
             add(SyncSite(call, "PFL109", "synchronize", None, helper=True))  # `synchronize = torch.cuda.synchronize`
-        called = qual.rsplit(".", 1)[-1] if qual is not None else func.value if isinstance(func, cst.Name) else None
-        if (called in model.facts.read_backs and not (qual or "").startswith("torch.") or _reads_back(model, call)) \
-                and _device_argument(model, call):
-            add(SyncSite(call, "PFL101", dotted(func) or "a helper", None, helper=True))
         elif isinstance(func, cst.Name) and len(call.args) == 1 and not call.args[0].keyword \
                 and not call.args[0].star:
             if func.value in _CASTS:
                 add(SyncSite(call, "PFL104", func.value, call.args[0].value))
             elif func.value in _PRINTERS:
                 add(SyncSite(call, "PFL106", func.value, call.args[0].value))
+        called = qual.rsplit(".", 1)[-1] if qual is not None else func.value if isinstance(func, cst.Name) else None
+        if called in model.facts.read_backs and not (qual or "").startswith("torch.") \
+                and _device_argument(model, call):  # a helper ending in `.item()`: a wait, what follows is free
+            add(SyncSite(call, "PFL101", dotted(func) or "a helper", None, helper=True))
         if isinstance(func, cst.Name) and func.value == "print" and len(call.args) > 1:
             for arg in call.args:
                 if not arg.keyword and not arg.star:
@@ -347,33 +347,6 @@ def _device_argument(model: FileModel, call: cst.Call) -> bool:
     return any(values.value(a.value).device == ON_DEVICE for a in call.args)
 
 
-def _reads_back(model: FileModel, call: cst.Call) -> bool:
-    """A call of a function of this file whose every `return` reads a value back (`.item()`, `.tolist()`)."""
-    helpers = model._memo.get("read-back-helpers")
-    if helpers is None:  # computed once per file: usually none, and then every call is ruled out at once
-        helpers = model._memo["read-back-helpers"] = {f for f in model.functions if _ends_reading_back(f)}
-    if not helpers:
-        return False
-    func = call.func
-    name = func.value if isinstance(func, cst.Name) else func.attr.value \
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" else None
-    return name is not None and any(f.name == name for f in helpers) and Values.of(model).callee(call) in helpers
-
-
-def _ends_reading_back(function) -> bool:
-    """Every `return` reads a value back (`.item()`, `.tolist()`), or the body does and the returns are plain
-    arithmetic on names (`n = c.sum().item()` ... `return n / batch_size`), as project.py's text scan."""
-    if not function.returns:
-        return False
-
-    def reads(node: cst.CSTNode) -> bool:
-        return method_name(node) in ("item", "tolist") and not node.args
-
-    if all(any(reads(c) for c in find_all(r, cst.Call)) for r in function.returns):
-        return True
-    return any(reads(c) for c in function.calls) and not any(find_all(r, cst.Call) for r in function.returns)
-
-
 def _paid_after(model: FileModel, values: Values, site: SyncSite, later: list[SyncSite]) -> SyncSite | None:
     """An explicit `synchronize()` that surely runs next in the same iteration, with no device work queued
     in between (`loss.item()` then the timing `torch.cuda.synchronize()`): it waits for the same work, so
@@ -485,8 +458,7 @@ def _names_in(model: FileModel, node: cst.CSTNode) -> list[cst.Name]:
     key = ("names-in", node)
     found = model._memo.get(key)
     if found is None:
-        from perflint.tree import find_all
-
+        
         found = model._memo[key] = [n for n in find_all(node, cst.Name) if n in model.sites]
     return found
 
@@ -501,8 +473,7 @@ def _size(model: FileModel, node: cst.CSTNode) -> int:
     key = ("size", node)
     found = model._memo.get(key)
     if found is None:
-        from perflint.tree import find_all
-
+        
         found = model._memo[key] = len(find_all(node, cst.CSTNode))
     return found
 
