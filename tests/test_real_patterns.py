@@ -1599,3 +1599,128 @@ def test_a_helper_that_reads_back_before_its_plain_return_also_pays_for_the_next
     """
     found = run({"utils.py": utils, "training.py": training})
     assert [(f.path, f.line, f.code) for f in found if f.code == "PFL101"] == [("utils.py", 8, "PFL101")]
+
+
+# ---- review 14 -------------------------------------------------------------------------------------------
+
+def test_a_loop_of_a_constant_number_of_points_through_a_local_name_is_small():
+    src = """
+        import torch
+        class GAN:
+            def __init__(self):
+                self.G = Generator().cuda()
+
+            def latent_walk(self):
+                number_int = 10
+                z1, z2 = torch.randn(1, 100, 1, 1).cuda(), torch.randn(1, 100, 1, 1).cuda()
+                alpha = 1.0 / float(number_int + 1)
+                images = []
+                for i in range(1, number_int + 1):
+                    z = z1 * alpha + z2 * (1.0 - alpha)
+                    images.append(self.G(z).mul(0.5).add(0.5).cpu())
+                return images
+    """
+    assert codes({"gan.py": src}) == []
+    many = src.replace("number_int = 10", "number_int = 1000")
+    assert (13, "PFL301") in codes({"gan.py": many}) and (14, "PFL103") in codes({"gan.py": many})
+
+
+def test_a_device_option_that_defaults_to_the_cpu_puts_the_batches_on_the_host():
+    src = """
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--device", type=str, default="{}")
+        args = parser.parse_args()
+        model = Net().to(args.device)
+        opt = torch.optim.AdamW(model.parameters())
+        loader = torch.utils.data.DataLoader(ds, batch_size=32, pin_memory=True)
+        for batch in loader:
+            X, Y = [t.to(args.device) for t in batch]
+            loss = model(X, Y)
+            loss.backward()
+            opt.step()
+            print(loss.item())
+    """
+    assert codes({"train.py": src.replace("{}", "cpu")}) == []
+    assert {"PFL101", "PFL203", "PFL401"} <= {c for _, c in codes({"train.py": src.replace("{}", "cuda")})}
+
+
+def test_a_loop_over_the_images_named_on_the_command_line_is_cold():
+    src = """
+        import argparse
+        import torch
+        from PIL import Image
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--input", nargs="+", required=True)
+        args = parser.parse_args()
+        net = UNet().to("cuda")
+        in_files = args.input
+        for filename in in_files:
+            img = torch.from_numpy(load(filename)).to("cuda")
+            mask = net(img).argmax(1).cpu().numpy()
+            Image.fromarray(mask).save(filename + ".out.png")
+    """
+    assert codes({"predict.py": src}) == []
+
+
+def test_casting_host_data_before_its_move_is_not_host_work_worth_moving():
+    src = """
+        import numpy as np
+        import torch
+        device = torch.device("cuda")
+        model = Net().to(device)
+        for batch in batches:
+            chars = np.stack([pad(t) for t in batch])
+            chars = torch.tensor(chars).long().to(device)
+            ids = torch.tensor(chars_list).t().contiguous().to(device)
+            mels = model.generate(chars, ids)
+    """
+    assert [c for c in codes({"infer.py": src}) if c[1] == "PFL201"] == [(9, "PFL201")]
+
+
+def test_a_legacy_constructor_given_a_size_is_told_to_use_a_factory():
+    src = """
+        import torch
+        class WGAN_GP:
+            def gradient_penalty(self, real, fake):
+                eta = torch.FloatTensor(self.batch_size, 1, 1, 1).uniform_(0, 1)
+                eta = eta.cuda()
+                return (eta * real + (1 - eta) * fake).sum()
+
+            def train(self, loader):
+                for images in loader:
+                    self.gradient_penalty(images.cuda(), self.G(images.cuda())).backward()
+    """
+    (finding,) = [f for f in run({"wgan.py": src}) if f.code == "PFL201"]
+    assert "torch.empty(size, device=...)" in finding.message and "as_tensor" not in finding.message
+
+
+def test_a_module_no_file_imports_beside_one_that_is_used_runs_nothing():
+    model = """
+        import torch
+        from torch import nn
+        class WaveRNN(nn.Module):
+            def forward(self, x, h):
+                u = torch.sigmoid(self.R(h) + self.I(x))
+                return u * h + (1 - u) * torch.tanh(self.O(x))
+    """
+    train = """
+        import torch
+        from models.fatchord_version import WaveRNN
+        model = WaveRNN().cuda()
+        opt = torch.optim.Adam(model.parameters())
+        for x, y in loader:
+            loss = model(x.cuda(), y.cuda()).mean()
+            loss.backward()
+            opt.step()
+    """
+    files = {"models/fatchord_version.py": model, "models/deepmind_version.py": model, "train.py": train}
+    found = {f.path for f in run(files) if f.code == "PFL301"}
+    assert found == {"models/fatchord_version.py"}
+    # A run without the files that use the folder (`perflint models/`) knows nothing of who imports them.
+    alone = {p: s for p, s in files.items() if p.startswith("models/")}
+    assert {f.path for f in run(alone) if f.code == "PFL301"} == set(alone)
+    # Nor does a run where a file picks a module by a computed name.
+    dynamic = {**files, "train.py": train + "\nimport importlib\nimportlib.import_module(f'models.{name}')\n"}
+    assert {f.path for f in run(dynamic) if f.code == "PFL301"} == set(alone)

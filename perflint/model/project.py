@@ -47,6 +47,12 @@ _TOP_DEF = re.compile(r"^def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 _RETURN = re.compile(r"^[ \t]+return\b(.*)$", re.MULTILINE)
 _READ_BACK = re.compile(r"\.(?:item|tolist)\(\)")
 _TOP_LEVEL_LINE = re.compile(r"^[^\s#)]", re.MULTILINE)
+# Top-level lines of a module that only defines: imports, definitions, decorators, docstrings, assignments,
+# `try:` around an import, closing brackets. Anything else (a call, a loop, an `if`) is code that runs.
+_DEFINING = re.compile(r"""(?:import|from|def|class|async|try|except|else|finally)\b|@|['"rbuf]*['"]|[\]})]|"""
+                       r"""if\s+(?:typing\.)?TYPE_CHECKING\b|[\w.]+(?:\s*\[[^\]\n]*\])?\s*(?::[^=\n]*)?(?:,\s*[\w.]+)*\s*=(?!=)""")
+_DYNAMIC_IMPORT = re.compile(r"import_module\(|__import__\(|spec_from_file_location|load_source\(|\brunpy\.|\bexec\(")
+_ENTRY_NAMES = ("__init__.py", "setup.py", "hubconf.py", "conftest.py", "__main__.py")
 UNKNOWN = "<unknown>"  # an option whose default a text scan cannot read, or that two declarations disagree on
 
 
@@ -70,10 +76,15 @@ class FileFacts:
     # Top-level functions it defines or imports from another file of the run that end by reading a value back
     # to the host (`from utils import accuracy`, whose `return correct.item() * ...`): calling one is a wait.
     read_backs: frozenset[str] = frozenset()
+    # A module of the program that nothing runs: it only defines, no file of the run imports it, and the run
+    # holds the files that import its neighbours (`vocoder/models/deepmind_version.py` beside the imported
+    # `fatchord_version.py`). Nothing in it runs every step.
+    unused: bool = False
 
     def key(self) -> str:
         flags = "".join("1" if v else "0" for v in (self.torch, self.test_file, self.device_work, self.compiles,
-                                                     self.compiled_by_default, self.default_device, self.custom_to))
+                                                     self.compiled_by_default, self.default_device, self.custom_to,
+                                                     self.unused))
         options = ",".join(f"{n}={v}" for n, v in self.options)
         return f"{flags}:{','.join(sorted(self.local_imports))}:{options}:{','.join(sorted(self.read_backs))}"
 
@@ -103,7 +114,8 @@ class Scan:
     """The imports and a few telling words of one file's text."""
 
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
-                 "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs")
+                 "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
+                 "runs_code", "dynamic_imports")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
         """`run`: the file is one of a run's, so the options it reads are scanned even where it declares none
@@ -164,6 +176,10 @@ class Scan:
             f"{w}(" in text for w in _SETTINGS_CLASSES) else {}
         self.option_reads = _option_reads(text) if run or self.options else set()
         self.read_backs = _read_backs(text) if ".item()" in text or ".tolist()" in text else frozenset()
+        # Whether importing or running it does anything beyond defining: a script, a `__main__` guard.
+        self.runs_code = "__main__" in text or any(
+            not _DEFINING.match(text, m.start()) for m in _TOP_LEVEL_LINE.finditer(text)) if run else True
+        self.dynamic_imports = bool(_DYNAMIC_IMPORT.search(text)) if run else True
 
     def compiled_by_default(self, true_defaults: set[str]) -> bool:
         """Whether one of its compile calls runs without a flag, or under a flag that defaults to on."""
@@ -393,10 +409,14 @@ class Project:
                 p = parent[p]
             return p
 
+        importers: dict[str, set[str]] = {}
         for path, scan in self.scans.items():
             for level, module, names in scan.imports:
                 for dep in self.resolve(path, level, module, names):
                     parent[find(dep)] = find(path)
+                    if dep != path:
+                        importers.setdefault(dep, set()).add(path)
+        self._unused = self._find_unused(importers)
         members: dict[str, list[Scan]] = {}
         program_options: dict[str, dict[str, str]] = {}
         for path, scan in self.scans.items():
@@ -417,6 +437,20 @@ class Project:
         for path in self.scans:
             self._options[path] = program_options[find(path)]
         return {path: programs[find(path)] for path in self.scans}
+
+    def _find_unused(self, importers: dict[str, set[str]]) -> frozenset[str]:
+        """The modules that only define, that no file of the run imports or names in an import, in a folder
+        whose other modules a file of the run outside it imports: the run holds this folder's users, and
+        none uses this one. None where a file imports by a computed name (`importlib.import_module`)."""
+        if any(s.dynamic_imports for s in self.scans.values()):
+            return frozenset()
+        words = {w for s in self.scans.values() for _, module, names in s.imports for w in (*module.split("."), *names)}
+        used_folders = {PurePosixPath(dep).parent for dep, users in importers.items()
+                        if any(PurePosixPath(u).parent != PurePosixPath(dep).parent for u in users)}
+        return frozenset(path for path, scan in self.scans.items()
+                         if not scan.runs_code and path not in importers and path.endswith(".py")
+                         and PurePosixPath(path).name not in _ENTRY_NAMES and not is_test_path(path)
+                         and PurePosixPath(path).stem not in words and PurePosixPath(path).parent in used_folders)
 
     def facts(self, path: str, tests_as_code: bool = False) -> FileFacts:
         """The facts one file is linted with (`tests_as_code`: a test file is judged as any other)."""
@@ -439,7 +473,7 @@ class Project:
                          device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=scan.default_device,
                          custom_to=custom_to, local_imports=local, options=_read_options(scan, self._options[path]),
-                         read_backs=frozenset(read_backs))
+                         read_backs=frozenset(read_backs), unused=path in self._unused)
 
 
 def _common(a: str, b: str) -> tuple:

@@ -2,10 +2,12 @@
 
 A loop is a *step* loop when it iterates a data loader, or when each iteration does a step's work
 (a module's forward, `.backward()`, an optimizer or environment step) and it is not a loop of a few
-constant iterations. A loop whose iterations each run a whole step loop (epochs, hyper-parameter
-trials) is an *outer* loop: its own body runs once per epoch. Loops that wait for `input()`, only
-plot, or walk the files of a folder (a script converting file by file) are *cold*. Other loops (over a
-module's blocks, a few micro-batches) are *neutral*: their body runs as often as the code around them.
+constant iterations (`range(1, n + 1)` with `n = 10` counts as ten). A loop whose iterations each run a
+whole step loop (epochs, hyper-parameter trials) is an *outer* loop: its own body runs once per epoch.
+Loops that wait for `input()`, only plot, walk the files of a folder (a script converting file by file)
+or what the command line names (`for f in args.input`) are *cold*. Other loops (over a module's blocks,
+a few micro-batches) are *neutral*: their body runs as often as the code around them. Nothing runs
+every step in a module that no file of the program imports (`FileFacts.unused`).
 
 Code is on the per-step path when the nearest deciding frame around it is a step loop, or when its
 function runs every step: a module's `forward` (and Lightning's `*_step` hooks), or a function called
@@ -22,9 +24,10 @@ import libcst as cst
 from perflint.model import torchapi as api
 from perflint.model.names import dotted, int_value, method_name, target_names
 from perflint.model.program import FileModel, Frame, FunctionInfo
-from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, Values
+from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, Values, option_holder
 
 STEP, OUTER, SMALL, NEUTRAL, COLD = "step", "outer", "small", "neutral", "cold"
+_FOLDED = {cst.Add: int.__add__, cst.Subtract: int.__sub__, cst.Multiply: int.__mul__, cst.FloorDivide: int.__floordiv__}
 _SMALL_RANGE = 16  # `for i in range(k)` with a literal k at most this is a few fixed iterations
 _STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "forward", "__call__"}
 _LISTINGS = {"os.listdir", "os.scandir", "os.walk", "glob.glob", "glob.iglob"}
@@ -90,6 +93,8 @@ class Steps:
         return self.in_frame(frame)
 
     def in_frame(self, frame: Frame) -> Step:
+        if self.model.facts.unused:
+            return Step(False, (("no file of this program imports this module", None),))
         off = self.off_by_default(frame)
         if off is not None:  # a branch the defaults never take, however deep its own loops are
             return Step(False, (("not with the defaults: `{}`", off),))
@@ -307,6 +312,10 @@ class Steps:
         if listing is not None and not any(self._trains(c) for c in calls):
             return LoopKind(COLD, (("a loop over the files of a folder (`{}`): each iteration reads and writes "
                                     "files", listing),))
+        named = next((s for s in sources if self._command_line_list(s)), None)
+        if named is not None and not any(self._trains(c) for c in calls):
+            return LoopKind(COLD, (("a loop over what the command line names (`{}`): a few items, one at a time",
+                                    named),))
         inner = self.inner_step_loop(frame, calls)
         if inner is not None:
             # An RL loop steps the environment and updates the critic itself, with a few actor updates in
@@ -353,13 +362,21 @@ class Steps:
             return self._file_listing(node.args[0].value, depth + 1)
         return name in _LISTINGS or method_name(node) in ("iterdir", "glob", "rglob")
 
+    def _command_line_list(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """`args.input` (`nargs="+"`: the images to predict), or a name bound to it: the files or settings a
+        user names on the command line."""
+        if isinstance(node, cst.Name) and depth < 2:
+            reaching = self.values.reaching_bindings(node) or []
+            return len(reaching) == 1 and reaching[0].how == "assign" and not reaching[0].path \
+                and reaching[0].value is not None and self._command_line_list(reaching[0].value, depth + 1)
+        return isinstance(node, cst.Attribute) and option_holder(node.value)
+
     def _few(self, iterable: cst.CSTNode, sources: list) -> bool:
         """A loop of a few fixed iterations: `range(3)`, `for x in (a, b, c)`, `for k in ["a", "b"]`."""
         for source in sources or [iterable]:
             if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value == "range":
-                args = [a.value for a in source.args]
-                if args and all(int_value(a) is not None for a in args):
-                    bounds = [int_value(a) for a in args]
+                bounds = [self._constant(a.value) for a in source.args]
+                if bounds and all(b is not None for b in bounds):
                     n = bounds[0] if len(bounds) == 1 else (bounds[1] - bounds[0]) // (bounds[2] if len(bounds) > 2
                                                                                          and bounds[2] else 1)
                     if n <= _SMALL_RANGE:
@@ -367,6 +384,23 @@ class Steps:
             if isinstance(source, (cst.Tuple, cst.List, cst.Set)) and len(source.elements) <= _SMALL_RANGE:
                 return True
         return False
+
+    def _constant(self, node: cst.CSTNode, depth: int = 0) -> int | None:
+        """An integer the code fixes: a literal, a local name every reaching binding of which sets it to the
+        same constant (`number_int = 10`), or `+ - * //` of such (`range(1, number_int + 1)`)."""
+        found = int_value(node)
+        if found is not None or depth > 3:
+            return found
+        if isinstance(node, cst.BinaryOperation) and type(node.operator) in _FOLDED:
+            left, right = self._constant(node.left, depth + 1), self._constant(node.right, depth + 1)
+            if left is None or right is None or isinstance(node.operator, cst.FloorDivide) and not right:
+                return None
+            return _FOLDED[type(node.operator)](left, right)
+        reaching = self.values.reaching_bindings(node) if isinstance(node, cst.Name) else None
+        if not reaching or any(b.how != "assign" or b.path or b.value is None for b in reaching):
+            return None
+        values = {self._constant(b.value, depth + 1) for b in reaching}
+        return values.pop() if len(values) == 1 else None
 
     def feeds_step_loop(self, info: FunctionInfo) -> tuple | None:
         """For a generator: evidence that a step loop of this file iterates it (each of its iterations then
@@ -516,6 +550,8 @@ class Steps:
             if depth < 3:
                 return self.function_does_step_work(callee, depth + 1)
             return False
+        if isinstance(call.func, cst.Name) and call.func.value == "self" and self.values.in_module_class(call):
+            return True  # `self(idx)` in `GPT.generate`: the module's own forward, once per generated token
         if isinstance(call.func, (cst.Name, cst.Attribute, cst.Subscript)) and self.model.qualname(call.func) is None:
             v = self.values.value(call.func)
             if v.kind == MODULE:

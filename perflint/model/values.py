@@ -676,7 +676,7 @@ class Values:
                 and node in self.model.sites:
             cls = _class_of(self._site(node)[0])
             bindings = cls.attrs.get(node.attr.value) if cls is not None else None
-        elif isinstance(node, cst.Attribute) and _option_holder(node.value):
+        elif isinstance(node, cst.Attribute) and option_holder(node.value):
             return self.option_defaults().get(node.attr.value, _NO_DEFAULT)  # `args.add_noise`, `self.args.lr`
         else:
             return _NO_DEFAULT
@@ -999,6 +999,9 @@ class Values:
                 return ON_DEVICE, (("`{}`", expr),)
         if self.model.qualname(expr) in api.DTYPES:
             return None, ()
+        option = self._device_option(expr)
+        if option is not None:
+            return option
         v = self.value(expr)
         if v.kind == DEVICE and v.device is not None:
             return v.device, v.why or (("`{}`", expr),)
@@ -1007,6 +1010,21 @@ class Values:
             if _device_word(last):
                 return ON_DEVICE, (("`{}`", expr),)
         return None, ()
+
+    def _device_option(self, expr: cst.CSTNode, depth: int = 0) -> tuple[str, tuple] | None:
+        """`args.device` of `parser.add_argument("--device", default="cpu")`, or a name bound to it: the device
+        the program runs on unless told otherwise."""
+        if isinstance(expr, cst.Attribute) and option_holder(expr.value):
+            default = self.option_defaults().get(expr.attr.value)
+            kind = default.split(":")[0] if isinstance(default, str) else None
+            if kind in api.DEVICE_TYPES:
+                return (ON_HOST if kind == "cpu" else ON_DEVICE), (("`{}` (the option defaults to %r)" % default,
+                                                                    expr),)
+            return None
+        reaching = self.reaching_bindings(expr) if isinstance(expr, cst.Name) and depth < 2 else None
+        if reaching and len(reaching) == 1 and reaching[0].how == "assign" and not reaching[0].path:
+            return self._device_option(reaching[0].value, depth + 1) if reaching[0].value is not None else None
+        return None
 
     def builtin(self, name: str, call: cst.Call) -> Value:
         args = call.args
@@ -1303,7 +1321,7 @@ def _class_of(frame: Frame) -> ClassInfo | None:
     return function.cls if function is not None else None
 
 
-def _option_holder(node: cst.CSTNode) -> bool:
+def option_holder(node: cst.CSTNode) -> bool:
     """`args`, `opt` (a parsed command line), or `self.args`, `self.opt` (one kept by a trainer object)."""
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
         node = node.attr

@@ -59,7 +59,10 @@ move. A constructor of a variable's data moved as made (`torch.Tensor(obs).to(de
 starts on the host and must cross, `torch.Tensor` of a float32 NumPy array even shares its memory (measured:
 no host copy), and `torch.as_tensor(obs, device=device)` makes the same pageable copy; pin the memory and
 pass `non_blocking=True` instead. Three blind reviews (6, 7 and 9) judged all 9 such findings not worth a
-change.
+change. A cast of such data before its move (`torch.tensor(ids).long().to(d)`) is no host work worth moving
+either: of int64 ids it does nothing, and a narrowing cast before the copy halves the bytes that cross
+(blind review 14). A legacy constructor given a size (`torch.FloatTensor(b, 1, 1, 1)`) is told to use a
+factory with `device=`.
 `torch.from_numpy(a)` and `torch.as_tensor(a)` count only when the
 array was itself drawn or built by NumPy in this file (`np.random.*`, `np.arange`), since other arrays
 must cross and share memory on the way. The fix (add `device=`) is offered only when the factory call
@@ -81,8 +84,8 @@ random factories, whose device generator draws other numbers than the CPU's for 
                 continue
             if factory not in api.FACTORIES and factory not in api.FROM_DATA or _no_elements(factory, origin) \
                     or _pinned(origin) or _filled_on_host(model, origin) \
-                    or not _host_work_before_move(model, origin, move.call) \
-                    and _data_gains_nothing(values, factory, origin):
+                    or not _host_work_before_move(model, origin, move.call) and factory not in _ZERO_COPY \
+                    and _data_gains_nothing(values, factory, origin):  # (a zero-copy here: of NumPy-made data)
                 continue
             made, moved = steps.at(origin), steps.at(move.call)
             step = made.both(moved)
@@ -95,6 +98,8 @@ random factories, whose device generator draws other numbers than the CPU's for 
                 device = move.expr if move.expr is not None else cst.SimpleString('"cuda"')
                 replacement, fix_node = with_keyword(origin, "device", device), move.call
             fix = "pass `device=` to make it there" if factory in api.FACTORIES else \
+                "`torch.empty(size, device=...)` (or the factory that fills it) makes it there" \
+                if _sized(values, factory, origin) else \
                 "`torch.as_tensor(data, device=...)` copies it once, straight to the device"
             self.report(model, origin, self.message.format(factory=factory, fix=fix),
                         replacement=replacement, fix_node=fix_node,
@@ -120,14 +125,15 @@ def _filled_on_host(model: FileModel, origin: cst.Call) -> bool:
     return False
 
 
-_HOST_WORK = {"contiguous", "t", "transpose", "permute", "float", "half", "double", "long", "int", "bfloat16",
-              "type", "clone", "flip", "repeat", "expand_as", "mul", "add", "sub", "div", "pow"}
+_HOST_WORK = {"contiguous", "t", "transpose", "permute", "clone", "flip", "repeat", "expand_as", "mul", "add", "sub",
+              "div", "pow"}
 
 
 def _host_work_before_move(model: FileModel, origin: cst.Call, move: cst.Call) -> bool:
     """`torch.tensor(ids).t().contiguous().cuda()`: methods that compute on the host, applied to the new tensor
-    before the move (a transpose made contiguous, a cast), which could run on the device instead. Views and
-    slices (`buf[:-1].view(B, T)`) cost nothing."""
+    before the move (a transpose made contiguous, arithmetic), which could run on the device instead. Views and
+    slices (`buf[:-1].view(B, T)`) cost nothing, and neither does a cast of data: `.long()` of int64 ids is
+    no work, and a narrowing cast (`.float()` of float64) before the copy even halves the bytes that cross."""
     node = origin
     for _ in range(8):
         parent = next((c for c in model.calls if isinstance(c.func, cst.Attribute) and c.func.value is node), None)
@@ -153,6 +159,14 @@ def _data_gains_nothing(values: Values, factory: str, origin: cst.Call) -> bool:
     if not isinstance(data, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
         return False
     return sum(a.keyword is None for a in origin.args) == 1 and values.value(data).kind != NUMBER
+
+
+def _sized(values: Values, factory: str, call: cst.Call) -> bool:
+    """`torch.FloatTensor(b, 1, 1, 1)`: a legacy constructor given a size, not data (uninitialised memory, often
+    filled next: `.uniform_(0, 1)`)."""
+    sizes = [a.value for a in call.args if a.keyword is None and not a.star]
+    return factory.endswith("Tensor") and bool(sizes) and (
+        len(sizes) > 1 or isinstance(sizes[0], cst.Integer) or values.value(sizes[0]).kind == NUMBER)
 
 
 def _pinned(factory: cst.Call) -> bool:
