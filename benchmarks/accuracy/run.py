@@ -55,7 +55,8 @@ def extract(repo: dict, mirror: Path) -> Path:
     out = ROOT / ".corpus" / f"{slug}@{repo['commit'][:12]}"
     if (out / ".complete").exists():
         return out
-    git_dir = next((p for p in (mirror / slug / "repo", mirror / slug / ".git", mirror / slug) if p.exists()), None)
+    candidates = (mirror / slug / "repo" / ".git", mirror / slug / "repo", mirror / slug / ".git", mirror / slug)
+    git_dir = next((p for p in candidates if p.exists()), None)
     if git_dir is None:
         sys.exit(f"run.py: error: {repo['name']} is not in {mirror}")
     git = ["git", f"--git-dir={git_dir}"]
