@@ -1724,3 +1724,89 @@ def test_a_module_no_file_imports_beside_one_that_is_used_runs_nothing():
     # Nor does a run where a file picks a module by a computed name.
     dynamic = {**files, "train.py": train + "\nimport importlib\nimportlib.import_module(f'models.{name}')\n"}
     assert {f.path for f in run(dynamic) if f.code == "PFL301"} == set(alone)
+
+
+def test_the_stop_test_of_a_generation_loop_is_by_design_but_a_nan_check_is_not():
+    src = """
+        import torch
+        class Tacotron(torch.nn.Module):
+            def generate(self, x, steps=2000):
+                go = torch.zeros(x.shape[0], 80, device=x.device)
+                frames = []
+                for t in range(0, steps, 2):
+                    frame, stop = self.decoder(x, frames[-1] if frames else go)
+                    frames.append(frame)
+                    if (stop > 0.5).all() and t > 10: break
+                return torch.cat(frames)
+
+            def fit(self, loader, opt):
+                for x, y in loader:
+                    loss = self.loss(self(x.cuda()), y.cuda())
+                    if not torch.isfinite(loss): break
+                    loss.backward()
+                    opt.step()
+    """
+    assert [c for c in codes({"tacotron.py": src}) if c[1] == "PFL105"] == [(16, "PFL105")]
+
+
+def test_a_written_out_value_made_on_the_host_is_told_to_use_a_fill_on_the_device():
+    src = """
+        import torch
+        def train(loader, model, opt, word_idx):
+            for x in loader:
+                total = torch.tensor(0.).cuda()
+                word = torch.Tensor([[word_idx]]).long().cuda()
+                loss = model(x.cuda(non_blocking=True), word) + total
+                loss.backward()
+                opt.step()
+    """
+    messages = [f.message for f in run({"train.py": src}) if f.code == "PFL201"]
+    assert len(messages) == 2 and all("torch.full(size, value, device=...)" in m for m in messages)
+
+
+def test_options_of_a_config_tree_and_a_conditional_expression_follow_the_defaults():
+    defaults = """
+        from yacs.config import CfgNode
+        _C = CfgNode()
+        _C.NUM_SHARDS = 1
+        _C.MIXUP = CfgNode()
+        _C.MIXUP.ENABLE = False
+        _C.MODEL = CfgNode()
+        _C.MODEL.ARCH = "slowfast"  # a name picks among paths: each is real
+    """
+    model = """
+        import torch
+        from config.defaults import _C
+        class Swav(torch.nn.Module):
+            def forward(self, q):
+                q = self.sinkhorn_dist(q) if self.cfg.NUM_SHARDS > 1 else self.sinkhorn(q)
+                if self.cfg.MIXUP.ENABLE:
+                    q = q * 0.5 + q.flip(0) * 0.5 - 0.1
+                if self.cfg.MODEL.ARCH == "byol":
+                    q = q * 2.0 + q.roll(1) * 3.0 - 1.0
+                return q
+
+            def sinkhorn_dist(self, q):
+                return q / torch.ones(q.shape[0]).cuda()
+
+            def sinkhorn(self, q):
+                return q / torch.ones(q.shape[0], device=q.device)
+    """
+    found = codes({"config/defaults.py": defaults, "models/swav.py": model}, "models/swav.py")
+    assert found == [(10, "PFL301")]
+
+
+def test_a_loop_of_an_option_that_defaults_to_one_is_small():
+    src = """
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--pics", type=int, default={})
+        args = parser.parse_args()
+        g = Generator().cuda()
+        for i in range(args.pics):
+            img = g(torch.randn(1, 512, device="cuda"))
+            save(img.mul(0.5).add(0.5).clamp(0, 1).cpu(), f"{i}.png")
+    """
+    assert codes({"sample.py": src.replace("{}", "1")}) == []
+    assert (10, "PFL301") in codes({"sample.py": src.replace("{}", "1000")})

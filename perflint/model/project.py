@@ -30,8 +30,10 @@ _DEFINES = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE
 _SUBCLASS = re.compile(r"^class[ \t]+(\w+)[ \t]*\(([\w., \t]+)\)[ \t]*:", re.MULTILINE)
 _TEST_NAME = re.compile(r"(?:^test_.*|.*_test|^conftest)\.(?:py|ipynb)$")
 # Names a script's parsed command line goes by: `args.lr`, `self.args.use_multi_gpu`, `opt.niter`.
-OPTION_HOLDERS = frozenset({"args", "opt", "opts", "options", "flags", "FLAGS", "cli_args", "hparams", "argv_args"})
-_IDENT = re.compile(r"\w+")
+# Names that hold a program's options: a parsed command line (`args.lr`), or a config tree of the yacs or
+# detectron2 kind (`cfg.SOLVER.BASE_LR`, its defaults set as `_C.SOLVER.BASE_LR = 0.1` in a defaults file).
+OPTION_HOLDERS = frozenset({"args", "opt", "opts", "options", "flags", "FLAGS", "cli_args", "hparams", "argv_args",
+                            "cfg", "config"})
 _PUNCTUATION = re.compile(r"[()\[\]{},]")
 _ADD_ARGUMENT = re.compile(r"\.add_argument\(")
 _FLAG = re.compile(r"""^\s*(?:['"]-[\w-]*['"]\s*,\s*)*['"]--([\w-]+)['"]""")
@@ -39,6 +41,10 @@ _DEST = re.compile(r"""\bdest\s*=\s*['"](\w+)['"]""")
 _STORE = re.compile(r"""\baction\s*=\s*['"](store_true|store_false)['"]""")
 _DEFAULT = re.compile(r"""\bdefault\s*=\s*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|'[^'\\\n]*'|"[^"\\\n]*")\s*[,)]""")
 _ANY_DEFAULT = re.compile(r"\bdefault\s*=")
+# `_C.MIXUP.ENABLE = False` (yacs, detectron2; `__C` in older code): a config default, read as `cfg.MIXUP.ENABLE`.
+_CONFIG_DEFAULT = re.compile(r"""^[ \t]*__?C((?:\.\w+)+)[ \t]*=[ \t]*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|"""
+                             r"""'[^'\\\n]*'|"[^"\\\n]*")[ \t]*(?:#[^\n]*)?$""", re.MULTILINE)
+_OPTION_PATH = re.compile(r"\w+(?:\.\w+)*")
 # Objects of settings built from keywords (`tf.contrib.training.HParams(distributed_run=False, ...)`).
 _SETTINGS_CLASSES = ("HParams", "Namespace", "SimpleNamespace", "EasyDict", "edict", "AttrDict")
 _SETTINGS = re.compile(r"\b(?:" + "|".join(_SETTINGS_CLASSES) + r")\(")
@@ -172,7 +178,7 @@ class Scan:
                 self.compile_guards.append(_guard(lines, row, indent, entry))
         self.true_defaults = {n.replace("-", "_") for pattern in _TRUE_DEFAULTS for n in pattern.findall(text)} \
             if calls or "True" in text else set()
-        self.options = _declared_options(text) if "add_argument(" in text or any(
+        self.options = _declared_options(text) if "add_argument(" in text or "_C." in text or any(
             f"{w}(" in text for w in _SETTINGS_CLASSES) else {}
         self.option_reads = _option_reads(text) if run or self.options else set()
         self.read_backs = _read_backs(text) if ".item()" in text or ".tolist()" in text else frozenset()
@@ -194,17 +200,22 @@ _MODEL_WORDS = ("model", "net", "module", "backbone", "encoder", "decoder", "stu
 
 
 def _option_reads(text: str) -> set[str]:
-    """The names read from a parsed command line: `args.lr`, `self.opt.niter` -> {"lr", "niter"}. Found by
-    substring search (a warm run scans every file: a regex alternation over the text costs 10x more)."""
+    """The options read from a parsed command line or a config tree: `args.lr`, `self.opt.niter`,
+    `cfg.MIXUP.ENABLE` -> {"lr", "niter", "MIXUP", "MIXUP.ENABLE"}. Found by substring search (a warm run
+    scans every file: a regex alternation over the text costs 10x more)."""
     found = set()
     for holder in OPTION_HOLDERS:
         key = holder + "."
         at = text.find(key)
         while at != -1:
             if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
-                m = _IDENT.match(text, at + len(key))
+                m = _OPTION_PATH.match(text, at + len(key))
                 if m:
-                    found.add(m.group(0))
+                    path = m.group(0)
+                    found.add(path)
+                    while "." in path:  # `cfg.A.B.method()` reads A.B.method, A.B and A
+                        path = path.rsplit(".", 1)[0]
+                        found.add(path)
             at = text.find(key, at + 1)
     return found
 
@@ -243,6 +254,10 @@ def _declared_options(text: str) -> dict[str, str]:
     def add(name: str, value: str) -> None:
         found[name] = value if found.get(name, value) == value else UNKNOWN
 
+    if "_C." in text:  # switches and sizes; a name (`_C.MODEL.ARCH = "slowfast"`) picks among paths a config
+        for m in _CONFIG_DEFAULT.finditer(text):  # file chooses, each as real as the default one
+            if m.group(2)[0] not in "'\"":
+                add(m.group(1)[1:], m.group(2))
     for m in _SETTINGS.finditer(text):  # `HParams(epochs=500, fp16_run=False, ...)`: each literal keyword
         for part in _top_level_parts(text, m.end(), 20000):
             setting = _SETTING.match(re.sub(r"#[^\n]*", "", part))

@@ -25,6 +25,7 @@ from perflint.model import torchapi as api
 from perflint.model.names import dotted, int_value, method_name, target_names
 from perflint.model.program import FileModel, Frame, FunctionInfo
 from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, Values, option_holder
+from perflint.tree import find_all
 
 STEP, OUTER, SMALL, NEUTRAL, COLD = "step", "outer", "small", "neutral", "cold"
 _FOLDED = {cst.Add: int.__add__, cst.Subtract: int.__sub__, cst.Multiply: int.__mul__, cst.FloorDivide: int.__floordiv__}
@@ -90,7 +91,22 @@ class Steps:
     # ---- where a node runs -------------------------------------------------------------------------------
     def at(self, node: cst.CSTNode) -> Step:
         frame, _ = self.model.site(node)
+        off = self._untaken_values().get(node) if isinstance(node, cst.Call) else None
+        if off is not None:  # `a() if cfg.NUM_SHARDS > 1 else b()`: the branch the defaults do not take
+            return Step(False, (("not with the defaults: `{}`", off),))
         return self.in_frame(frame)
+
+    def _untaken_values(self) -> dict[cst.Call, cst.BaseExpression]:
+        """The calls in the branch of a conditional expression that the defaults never take, with its test."""
+        found = self.model._memo.get("untaken-values")
+        if found is None:
+            found = self.model._memo["untaken-values"] = {}
+            for node in self.model.nodes(cst.IfExp):
+                truth = self.values.default_truth(node.test)
+                if truth is not None:
+                    for call in find_all(node.orelse if truth else node.body, cst.Call):
+                        found.setdefault(call, node.test)
+        return found
 
     def in_frame(self, frame: Frame) -> Step:
         if self.model.facts.unused:
@@ -386,8 +402,8 @@ class Steps:
         return False
 
     def _constant(self, node: cst.CSTNode, depth: int = 0) -> int | None:
-        """An integer the code fixes: a literal, a local name every reaching binding of which sets it to the
-        same constant (`number_int = 10`), or `+ - * //` of such (`range(1, number_int + 1)`)."""
+        """An integer the code fixes: a literal, an option's default, a local name every reaching binding of
+        which sets it to the same constant (`number_int = 10`), or `+ - * //` of such (`range(1, n + 1)`)."""
         found = int_value(node)
         if found is not None or depth > 3:
             return found
@@ -396,6 +412,9 @@ class Steps:
             if left is None or right is None or isinstance(node.operator, cst.FloorDivide) and not right:
                 return None
             return _FOLDED[type(node.operator)](left, right)
+        if isinstance(node, cst.Attribute):  # `range(args.pics)` with `--pics` defaulting to 1
+            value = self.values.default_of(node)
+            return value if type(value) is int else None
         reaching = self.values.reaching_bindings(node) if isinstance(node, cst.Name) else None
         if not reaching or any(b.how != "assign" or b.path or b.value is None for b in reaching):
             return None

@@ -658,6 +658,11 @@ class Values:
         a name or a `self.` attribute assigned once from one of these; `_NO_DEFAULT` where not known."""
         if depth > 4:
             return _NO_DEFAULT
+        if isinstance(node, cst.BooleanOperation):  # `opt.instance_feat or opt.label_feat`, as Python computes it
+            left = self.default_of(node.left, depth + 1)
+            if left is _NO_DEFAULT or bool(left) == isinstance(node.operator, cst.Or):
+                return left
+            return self.default_of(node.right, depth + 1)
         if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
             try:
                 return node.evaluated_value
@@ -676,8 +681,8 @@ class Values:
                 and node in self.model.sites:
             cls = _class_of(self._site(node)[0])
             bindings = cls.attrs.get(node.attr.value) if cls is not None else None
-        elif isinstance(node, cst.Attribute) and option_holder(node.value):
-            return self.option_defaults().get(node.attr.value, _NO_DEFAULT)  # `args.add_noise`, `self.args.lr`
+        elif isinstance(node, cst.Attribute) and option_path(node) is not None:  # `args.add_noise`, `self.args.lr`,
+            return self.option_defaults().get(option_path(node), _NO_DEFAULT)  # `cfg.MIXUP.ENABLE`
         else:
             return _NO_DEFAULT
         if not bindings or len(bindings) != 1:
@@ -1319,6 +1324,18 @@ def _class_of(frame: Frame) -> ClassInfo | None:
             and function.frame.parent is not None:
         function = function.frame.parent.function
     return function.cls if function is not None else None
+
+
+def option_path(node: cst.Attribute) -> str | None:
+    """The option an attribute chain reads: "lr" for `args.lr` or `self.args.lr`, "MIXUP.ENABLE" for
+    `cfg.MIXUP.ENABLE`; None when its root holds no options."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        if option_holder(node.value):
+            return ".".join([node.attr.value, *reversed(parts)])
+        parts.append(node.attr.value)
+        node = node.value
+    return None
 
 
 def option_holder(node: cst.CSTNode) -> bool:

@@ -26,6 +26,7 @@ _REDUCTIONS = {"mean", "sum", "std", "var", "norm", "max", "min", "amax", "amin"
                "all", "any", "argmax", "argmin", "count_nonzero", "median"}
 _NAMESPACES = ("torch", "torch.nn.functional", "torch.special")
 MIN_OPS = 3
+_JOINS = {"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack", "torch.vstack"}
 
 
 @dataclass
@@ -355,6 +356,8 @@ class _Finder:
             helper = self.values.callee(node)
             if helper is not None and helper.returns and helper.name != "__init__" and not helper.yields:
                 return any(self._large(r, depth + 1) for r in helper.returns)  # a helper of this file
+            if qual in _JOINS and node.args and isinstance(node.args[0].value, (cst.List, cst.Tuple)):
+                return any(self._large(e.value, depth + 1) for e in node.args[0].value.elements)  # `cat([a, a])`
         op = self._op(node)
         if op is not None:
             return any(self._large(o, depth + 1) for o in op[1])

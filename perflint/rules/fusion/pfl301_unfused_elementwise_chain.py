@@ -1,8 +1,11 @@
+import libcst as cst
+
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
 from perflint.model.values import Values, copied_to_host
 from perflint.rule import Rule
 from perflint.rules.fusion.chains import MIN_OPS, chains, hint
+from perflint.tree import find_all
 
 
 class UnfusedElementwiseChain(Rule):
@@ -94,10 +97,23 @@ def _in_a_python_loop(steps: Steps, frame) -> bool:
     launches add up. Not the step loop itself: there a chain on a few numbers (a weighted sum of losses)
     launches a handful of tiny kernels once per step."""
     loop = frame.loop
-    if loop is None:
+    if loop is None or not _counted(loop.node):
         return False
     kind = steps.loop_kind(loop)
     return kind.kind == "neutral" or kind.kind == "step" and kind.device_ops_only
+
+
+def _counted(node: cst.CSTNode) -> bool:
+    """A `while` loop, one over a `range` (`for t in reversed(range(num_steps))`) or one over a model's
+    parameters or gradients (`for p in group["params"]`): iterations by the count, or one per parameter
+    tensor. A loop over another list (a model's few output depths, `zip(self.depths, masks)`) runs a few
+    times."""
+    if isinstance(node, cst.While):
+        return True
+    if not isinstance(node, cst.For):
+        return False
+    return any(isinstance(c.func, cst.Name) and c.func.value == "range" for c in find_all(node.iter, cst.Call)) \
+        or any(w in n.value for n in find_all(node.iter, (cst.Name, cst.SimpleString)) for w in ("param", "grad"))
 
 
 # Activations torch has as one fused op: a function or class of this name is a fallback for old versions.

@@ -38,10 +38,10 @@ the value is on the device (followed back to `.to(device)`, `.cuda()`, `device=`
 tensor of unknown device counts only in a project that moves work to an accelerator), and it is the
 first wait of its step (after another sync or a `synchronize()` with no device work queued in between,
 the device is already idle; just before a timing `synchronize()` the wait is paid anyway). Quiet where the
-host needs the value to go on (a stop signal all ranks just agreed on, a token a generator streams, the
-counts and labels a detection script writes for each image, the boxes NMS keeps), inside an `if step % k
-== 0:` block beside the loop's own training (read every k steps already), and in test files and compiled
-code (PFL402 covers graph breaks).
+host needs the value to go on (a stop signal all ranks just agreed on, the stop test of a generation loop,
+a token a generator streams, the counts and labels a detection script writes for each image, the boxes NMS
+keeps), inside an `if step % k == 0:` block beside the loop's own training (read every k steps already),
+and in test files and compiled code (PFL402 covers graph breaks).
 """
 
 
@@ -363,7 +363,8 @@ def _paid_after(model: FileModel, values: Values, site: SyncSite, later: list[Sy
 def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
     """The host needs the value every step to go on at all, so no fix exists at this line: it is the stop
     signal every rank just agreed on (`dist.broadcast(flag)`, then `if flag.item() == 0: break`, also through
-    a name tested later), it is yielded to a streaming consumer (`yield token.item()`), it turns a result
+    a name tested later) or the stop test of a generation loop (`if (stop_tokens > 0.5).all(): break` in
+    `generate`), it is yielded to a streaming consumer (`yield token.item()`), it turns a result
     into output in a step that writes each result out (a detection script that labels, draws and saves every
     image), or it filters boxes in a function that runs non-maximum suppression (a data-dependent size by
     nature)."""
@@ -373,7 +374,7 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
     if site.code == "PFL107" and frame.function is not None and any(
             (model.qualname(c.func) or dotted(c.func) or "").rsplit(".", 1)[-1] in _NMS for c in calls):
         return True  # non-maximum suppression keeps a data-dependent number of boxes: that is what it is for
-    exits = _exit_tests(model) if _agreed(model, site, calls) else ()
+    exits = _exit_tests(model) if _agreed(model, site, calls) or _generates(frame) else ()
     if any(node is test or _inside(model, node, test) for test in exits):
         return True
     taker = _taker(model, node)
@@ -405,6 +406,14 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
     body = steps.calls_in(loop)
     return not any(steps.trains(c) for c in body) and any(_writes_out(model, c) and steps.at(c).hot for c in body) \
         and not any(steps.trains(c) for c in calls)
+
+
+def _generates(frame) -> bool:
+    """Whether the code runs in a generation method (`generate`, `sample`, `decode`, `inference`): its loop
+    makes one token or frame per step and must know at once when the output is complete; a stop test read
+    every k steps would run (and emit) extra frames."""
+    function = frame.function
+    return function is not None and any(w in function.name for w in ("generate", "sample", "decode", "infer"))
 
 
 def _agreed(model: FileModel, site: SyncSite, calls: list[cst.Call]) -> bool:
@@ -446,10 +455,13 @@ def _exit_tests(model: FileModel) -> list[cst.BaseExpression]:
     if found is None:
         found = model._memo["exit-tests"] = [w.test for w in model.nodes(cst.While)]
         for node in model.nodes(cst.If):
-            body = getattr(node.body, "body", ())
-            lines = [s for s in body if isinstance(s, cst.SimpleStatementLine)]
-            if lines and len(lines) == len(body) and any(isinstance(small, (cst.Break, cst.Return))
-                                                         for line in lines for small in line.body):
+            if isinstance(node.body, cst.SimpleStatementSuite):  # `if done: break` on one line
+                smalls = list(node.body.body)
+            else:
+                body = node.body.body
+                lines = [s for s in body if isinstance(s, cst.SimpleStatementLine)]
+                smalls = [small for line in lines for small in line.body] if len(lines) == len(body) else []
+            if any(isinstance(small, (cst.Break, cst.Return)) for small in smalls):
                 found.append(node.test)
     return found
 

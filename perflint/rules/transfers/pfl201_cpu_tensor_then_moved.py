@@ -100,6 +100,8 @@ random factories, whose device generator draws other numbers than the CPU's for 
             fix = "pass `device=` to make it there" if factory in api.FACTORIES else \
                 "`torch.empty(size, device=...)` (or the factory that fills it) makes it there" \
                 if _sized(values, factory, origin) else \
+                "`torch.full(size, value, device=...)` makes it there without a copy (or use a Python number)" \
+                if origin.args and _literal(origin.args[0].value) else \
                 "`torch.as_tensor(data, device=...)` copies it once, straight to the device"
             self.report(model, origin, self.message.format(factory=factory, fix=fix),
                         replacement=replacement, fix_node=fix_node,
@@ -167,6 +169,17 @@ def _sized(values: Values, factory: str, call: cst.Call) -> bool:
     sizes = [a.value for a in call.args if a.keyword is None and not a.star]
     return factory.endswith("Tensor") and bool(sizes) and (
         len(sizes) > 1 or isinstance(sizes[0], cst.Integer) or values.value(sizes[0]).kind == NUMBER)
+
+
+def _literal(node: cst.CSTNode, displayed: bool = False) -> bool:
+    """`0.`, `[[word]]`, `(1, 2)`: values written out, which a fill on the device makes without a copy (a
+    name counts inside a display: `[[word_idx]]` is one value)."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return bool(node.elements) and all(isinstance(e, cst.Element) and _literal(e.value, True)
+                                           for e in node.elements)
+    if isinstance(node, cst.UnaryOperation):
+        return _literal(node.expression, displayed)
+    return isinstance(node, (cst.Integer, cst.Float)) or displayed and isinstance(node, cst.Name)
 
 
 def _pinned(factory: cst.Call) -> bool:
