@@ -4,8 +4,7 @@ Built once per trace and cached; each question is then a binary search and a sho
 
 from __future__ import annotations
 
-from itertools import repeat
-from operator import is_not, itemgetter
+from operator import itemgetter
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -13,7 +12,7 @@ import numpy as np
 from perflint.trace.columns import times
 from perflint.trace.model import HostOp, Trace
 
-_TID, _KIND, _STACK, _INPUTS = itemgetter(3), itemgetter(4), itemgetter(5), itemgetter(6)
+_TID, _KIND = itemgetter(3), itemgetter(4)
 
 
 class Thread(NamedTuple):
@@ -69,10 +68,14 @@ def has_inputs(trace: Trace) -> bool:
 
 def _flags(trace: Trace) -> tuple[bool, bool]:
     found = trace.cache.get("flags")
-    if found is None:  # C-level passes: most traces have neither, and a Python loop would visit every op
-        ops = trace.host_ops
-        stacks = "python" in set(map(_KIND, ops)) or any(map(is_not, map(_STACK, ops), repeat(None)))
-        found = trace.cache["flags"] = (stacks, any(map(is_not, map(_INPUTS, ops), repeat(None))))
+    if found is None:
+        stacks = inputs = False
+        for h in trace.host_ops:
+            stacks = stacks or h.kind == "python" or h.stack is not None
+            inputs = inputs or h.inputs is not None
+            if stacks and inputs:
+                break
+        found = trace.cache["flags"] = (stacks, inputs)
     return found
 
 

@@ -40,9 +40,7 @@ class SyncEvent:
 
 
 def sync_figures(trace: Trace, t0: float) -> list[SyncEvent]:
-    device = dict(zip(map(_CORRELATION, trace.device), trace.device))  # the last op of an id, as recorded
-    for unknown in [c for c in device if c < 0] if device and min(device) < 0 else ():
-        del device[unknown]
+    device = {d.correlation: d for d in trace.device if d.correlation >= 0}
     calls = []  # (RuntimeCall, label, is_copy)
     copies: dict[object, list[tuple[float, str]]] = defaultdict(list)  # per thread: (start, copy name)
     for call in _candidates(trace):
@@ -87,7 +85,7 @@ def _candidates(trace: Trace) -> list[RuntimeCall]:
     return [c for c in trace.runtime if c.name in wanted]
 
 
-_NAME, _CORRELATION = itemgetter(0), itemgetter(4)  # DeviceOp.correlation is field 4
+_NAME = itemgetter(0)
 
 
 def _copy_rule(copies: list[tuple[float, str]], op: HostOp | None, before: float, loader: "LoaderBatches",
