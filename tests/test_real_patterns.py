@@ -1810,3 +1810,18 @@ def test_a_loop_of_an_option_that_defaults_to_one_is_small():
     """
     assert codes({"sample.py": src.replace("{}", "1")}) == []
     assert (10, "PFL301") in codes({"sample.py": src.replace("{}", "1000")})
+
+
+def test_a_tensor_formatted_in_the_branch_its_own_test_synced_on_is_free():
+    src = """
+        import torch
+        class DCN(torch.nn.Module):
+            def forward(self, x, feat):
+                offset = self.conv_offset(feat)
+                absmean = torch.mean(torch.abs(offset))
+                if absmean > 50:
+                    logger.warning(f"Offset abs mean is {absmean}, larger than 50.")
+                return self.deform(x, offset)
+        model = DCN().cuda()
+    """
+    assert [c for c in codes({"dcn.py": src}) if c[1] in ("PFL105", "PFL106")] == []
