@@ -1825,3 +1825,106 @@ def test_a_tensor_formatted_in_the_branch_its_own_test_synced_on_is_free():
         model = DCN().cuda()
     """
     assert [c for c in codes({"dcn.py": src}) if c[1] in ("PFL105", "PFL106")] == []
+
+
+def test_warm_up_epochs_of_zero_old_torch_branches_and_negated_flags_do_not_run():
+    src = """
+        import argparse, torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--warm_epoch", default=0, type=int)
+        parser.add_argument("--no_batching", action="store_true")
+        opt = parser.parse_args()
+        use_batching = not opt.no_batching
+        model = Net().cuda()
+        version = torch.__version__
+        for epoch in range(100):
+            for x, y in loader:
+                loss = model(x.cuda(non_blocking=True)).sum()
+                if epoch < opt.warm_epoch:
+                    print(loss)
+                if int(version[0]) > 0 or int(version[2]) > 3:
+                    running = loss.item()
+                else:
+                    running = loss.data[0].item()
+                if not use_batching:
+                    print(x[[0, 1]])
+    """
+    assert [c for c in codes({"train.py": src}) if c[1].startswith("PFL1")] == [(16, "PFL101")]
+
+
+def test_methods_scripted_through_an_alias_of_torch_jit_are_compiled():
+    src = """
+        import os
+        import torch
+        from torch import nn
+
+        def __nop(ob):
+            return ob
+
+        MyModule = nn.Module
+        MyFunction = __nop
+        if os.environ["RWKV_JIT_ON"] == "1":
+            MyModule = torch.jit.ScriptModule
+            MyFunction = torch.jit.script_method
+
+        class TimeMix(nn.Module):
+            @MyFunction
+            def forward(self, x, k, v):
+                return (k * x + v * (1 - x)) * torch.sigmoid(k) - v * 0.5
+        model = TimeMix().cuda()
+    """
+    assert [c for c in codes({"model.py": src}) if c[1] == "PFL301"] == []
+    eager = src.replace("@MyFunction\n            ", "")
+    assert [c for c in codes({"model.py": eager}) if c[1] == "PFL301"] != []
+
+
+def test_a_numpy_scalar_index_and_the_scripting_branch_copy_nothing():
+    src = """
+        import numpy as np
+        import torch
+        def sample(probs, top_p, labels_img):
+            sorted_probs = torch.sort(probs, descending=True)[0]
+            cumulative = torch.cumsum(sorted_probs, dim=-1).cpu().numpy()
+            cutoff = float(sorted_probs[np.argmax(cumulative > top_p)])
+            for label in np.unique(labels_img.cpu().numpy()):
+                keep = probs[label // 1000]
+            if torch.jit.is_scripting():
+                idx = probs[np.array([0, 1])]
+            return cutoff, keep
+        model = Net().cuda()
+        for x in loader:
+            sample(model(x.cuda(non_blocking=True)), 0.9, x)
+    """
+    assert [c for c in codes({"sample.py": src}) if c[1] == "PFL206"] == []
+
+
+def test_a_class_no_file_of_the_program_uses_runs_nothing():
+    utils = """
+        import torch
+        from torch import nn
+
+        class CrossEntropyLabelSmooth(nn.Module):
+            def __init__(self, num_classes):
+                super(CrossEntropyLabelSmooth, self).__init__()
+                self.num_classes = num_classes
+
+            def forward(self, inputs, targets):
+                log_probs = inputs.log_softmax(1)
+                targets = torch.zeros(log_probs.size()).scatter_(1, targets.unsqueeze(1).cpu(), 1).cuda()
+                return (-targets * 0.9 * log_probs - 0.1 / self.num_classes * log_probs).mean(0).sum()
+
+        def save_network(net, path):
+            torch.save(net.state_dict(), path)
+    """
+    train = """
+        import torch
+        from utils import save_network
+        model = Net().cuda()
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+            loss.backward()
+        save_network(model, "net.pt")
+    """
+    assert codes({"utils.py": utils, "train.py": train}, "utils.py") == []
+    used = train.replace("from utils import save_network", "from utils import save_network, CrossEntropyLabelSmooth")
+    assert codes({"utils.py": utils, "train.py": used}, "utils.py") != []

@@ -665,8 +665,23 @@ class Walker:
             expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
             name = self.model.qualname(expr) or dotted(expr)
             if name:
-                out.append(name)
+                out.append(self._compiler_alias(expr) or name)
         return out
+
+    def _compiler_alias(self, expr) -> str | None:
+        """`@MyFunction` after `MyFunction = torch.jit.script_method` at the top of the file (RWKV's switch on
+        an environment variable, set on by its scripts): the compiler one of the module's assignments names."""
+        if not isinstance(expr, cst.Name):
+            return None
+        frame = self.model.frame
+        while frame.parent is not None:
+            frame = frame.parent
+        for b in frame.scope.bindings.get(expr.value, ()):
+            if b.how == "assign" and b.value is not None and not b.path:
+                name = self.model.qualname(b.value)
+                if name in api.COMPILERS or name == "torch.jit.script_method":
+                    return name
+        return None
 
     def _function(self, node: cst.FunctionDef) -> None:
         model = self.model

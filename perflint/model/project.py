@@ -27,6 +27,7 @@ _TRUE_DEFAULTS = (re.compile(r"^[ \t]*(\w+)\s*(?::\s*bool)?\s*=\s*True\b", re.MU
 _CUSTOM_TO = re.compile(r"^[ \t]+def to\(self", re.MULTILINE)
 _DEFAULT_DEVICE = re.compile(r"set_default_device|set_default_tensor_type\([^)]*cuda")
 _DEFINES = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
+_UNDECORATED_CLASS = re.compile(r"^(?<!@)(?:(?<=\n)|(?<=\A))class[ \t]+(\w+)", re.MULTILINE)
 _SUBCLASS = re.compile(r"^class[ \t]+(\w+)[ \t]*\(([\w., \t]+)\)[ \t]*:", re.MULTILINE)
 _TEST_NAME = re.compile(r"(?:^test_.*|.*_test|^conftest)\.(?:py|ipynb)$")
 # Names a script's parsed command line goes by: `args.lr`, `self.args.use_multi_gpu`, `opt.niter`.
@@ -79,6 +80,9 @@ class FileFacts:
     # Command-line options it reads (`self.args.use_multi_gpu`) that it or another file of its program
     # declares, with their defaults as literal text: (("use_multi_gpu", "False"), ...).
     options: tuple[tuple[str, str], ...] = ()
+    # Its top-level classes that nothing in the program names (`class CrossEntropyLabelSmooth` that the
+    # training scripts never use): their methods never run.
+    unused_classes: frozenset[str] = frozenset()
     # Top-level functions it defines or imports from another file of the run that end by reading a value back
     # to the host (`from utils import accuracy`, whose `return correct.item() * ...`): calling one is a wait.
     read_backs: frozenset[str] = frozenset()
@@ -92,7 +96,8 @@ class FileFacts:
                                                      self.compiled_by_default, self.default_device, self.custom_to,
                                                      self.unused))
         options = ",".join(f"{n}={v}" for n, v in self.options)
-        return f"{flags}:{','.join(sorted(self.local_imports))}:{options}:{','.join(sorted(self.read_backs))}"
+        return (f"{flags}:{','.join(sorted(self.local_imports))}:{options}:{','.join(sorted(self.read_backs))}:"
+                f"{','.join(sorted(self.unused_classes))}")
 
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
@@ -121,7 +126,7 @@ class Scan:
 
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
-                 "runs_code", "dynamic_imports")
+                 "runs_code", "dynamic_imports", "lone_classes")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
         """`run`: the file is one of a run's, so the options it reads are scanned even where it declares none
@@ -186,6 +191,11 @@ class Scan:
         self.runs_code = "__main__" in text or any(
             not _DEFINING.match(text, m.start()) for m in _TOP_LEVEL_LINE.finditer(text)) if run else True
         self.dynamic_imports = any(w in text for w in _DYNAMIC_IMPORTS) if run else True  # substrings: fast
+        # Undecorated top-level classes whose name the file writes only on the `class` line (and in `super(Name,
+        # self)`): none of its own code uses them (a subclass, an `__all__` entry would name them again).
+        self.lone_classes = frozenset(n for n in _UNDECORATED_CLASS.findall(text)
+                                      if text.count(n) == 1 + text.count(f"super({n}")) \
+            if run and "class " in text else frozenset()  # `super(Name, self)` is no use of it
 
     def compiled_by_default(self, true_defaults: set[str]) -> bool:
         """Whether one of its compile calls runs without a flag, or under a flag that defaults to on."""
@@ -432,6 +442,7 @@ class Project:
                     if dep != path:
                         importers.setdefault(dep, set()).add(path)
         self._unused = self._find_unused(importers)
+        self._unused_classes = self._find_unused_classes(importers)
         members: dict[str, list[Scan]] = {}
         program_options: dict[str, dict[str, str]] = {}
         for path, scan in self.scans.items():
@@ -467,6 +478,32 @@ class Project:
                          and PurePosixPath(path).name not in _ENTRY_NAMES and not is_test_path(path)
                          and PurePosixPath(path).stem not in words and PurePosixPath(path).parent in used_folders)
 
+    def _find_unused_classes(self, importers: dict[str, set[str]]) -> dict[str, frozenset[str]]:
+        """Per file, the classes it alone writes that no file of the run names in an import, in a file that
+        some file of the run imports by name (`from utils import save_network`, never wholesale: `import
+        utils` could reach `utils.X`), outside a package (whose modules users may import from elsewhere).
+        None where a file imports by a computed name."""
+        if any(s.dynamic_imports for s in self.scans.values()):
+            return {}
+        named = {n for s in self.scans.values() for _, _, names in s.imports for n in names}
+        wholesale = set()
+        for path, scan in self.scans.items():
+            for level, module, names in scan.imports:
+                if not names:
+                    wholesale.update(self.resolve(path, level, module, names))
+                else:
+                    wholesale.update(f for n in names if (f := self.module_file(path, level, f"{module}.{n}"
+                                                                                  if module else n)) is not None)
+        packages = {PurePosixPath(p).parent for p in self.scans if PurePosixPath(p).name == "__init__.py"}
+        out = {}
+        for path, scan in self.scans.items():
+            if scan.lone_classes and path in importers and path not in wholesale and not is_test_path(path) \
+                    and PurePosixPath(path).parent not in packages:
+                lone = scan.lone_classes - named
+                if lone:
+                    out[path] = lone
+        return out
+
     def facts(self, path: str, tests_as_code: bool = False) -> FileFacts:
         """The facts one file is linted with (`tests_as_code`: a test file is judged as any other)."""
         scan = self.scans[path]
@@ -488,7 +525,8 @@ class Project:
                          device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=scan.default_device,
                          custom_to=custom_to, local_imports=local, options=_read_options(scan, self._options[path]),
-                         read_backs=frozenset(read_backs), unused=path in self._unused)
+                         read_backs=frozenset(read_backs), unused=path in self._unused,
+                         unused_classes=self._unused_classes.get(path, frozenset()))
 
 
 def _common(a: str, b: str) -> tuple:

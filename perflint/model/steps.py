@@ -111,6 +111,9 @@ class Steps:
     def in_frame(self, frame: Frame) -> Step:
         if self.model.facts.unused:
             return Step(False, (("no file of this program imports this module", None),))
+        cls = frame.function.cls if frame.function is not None else None
+        if cls is not None and cls.name in self.model.facts.unused_classes:
+            return Step(False, ((f"no file of this program uses `{cls.name}`", None),))
         off = self.off_by_default(frame)
         if off is not None:  # a branch the defaults never take, however deep its own loops are
             return Step(False, (("not with the defaults: `{}`", off),))

@@ -635,6 +635,11 @@ class Values:
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             op = test.comparisons[0].operator
             left, right = self.default_of(test.left), self.default_of(test.comparisons[0].comparator)
+            if left is _NO_DEFAULT and type(right) in (int, float) and self._counts_up(test.left):
+                # `epoch < args.warm_epoch` with a default of 0: a loop counter over a range is never below 0
+                if isinstance(op, (cst.LessThan, cst.GreaterThanEqual)) and right <= 0 \
+                        or isinstance(op, (cst.LessThanEqual, cst.GreaterThan)) and right < 0:
+                    return isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan))
             if left is _NO_DEFAULT or right is _NO_DEFAULT:
                 return None
             try:
@@ -653,6 +658,24 @@ class Values:
         value = self.default_of(test)
         return None if value is _NO_DEFAULT else bool(value)
 
+    def _counts_up(self, node: cst.BaseExpression) -> bool:
+        """A name that only a `for` over `range(...)` from a start of at least 0 (or `enumerate`'s index)
+        binds: never negative."""
+        reaching = self.reaching_bindings(node) if isinstance(node, cst.Name) else None
+        if not reaching:
+            return False
+        for b in reaching:
+            it = b.value
+            if b.how != "for" or not isinstance(it, cst.Call) or not isinstance(it.func, cst.Name):
+                return False
+            if it.func.value == "range" and not b.path:
+                start = int_value(it.args[0].value) if len(it.args) > 1 else 0
+                if start is None or start < 0 or len(it.args) > 2:
+                    return False
+            elif not (it.func.value == "enumerate" and b.path == (0,)):
+                return False
+        return True
+
     def default_of(self, node: cst.BaseExpression, depth: int = 0):
         """The value an expression has with the code's defaults: a literal, a constructor parameter's default,
         a name or a `self.` attribute assigned once from one of these; `_NO_DEFAULT` where not known."""
@@ -663,11 +686,30 @@ class Values:
             if left is _NO_DEFAULT or bool(left) == isinstance(node.operator, cst.Or):
                 return left
             return self.default_of(node.right, depth + 1)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):  # `not args.no_batching`
+            inner = self.default_of(node.expression, depth + 1)
+            return inner if inner is _NO_DEFAULT else not inner
         if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
             try:
                 return node.evaluated_value
             except Exception:
                 return _NO_DEFAULT
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("int", "float") \
+                and len(node.args) == 1:  # `int(version[0])`
+            inner = self.default_of(node.args[0].value, depth + 1)
+            try:
+                return _NO_DEFAULT if inner is _NO_DEFAULT else {"int": int, "float": float}[node.func.value](inner)
+            except (TypeError, ValueError):
+                return _NO_DEFAULT
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            container, index = self.default_of(node.value, depth + 1), int_value(node.slice[0].slice.value)
+            if isinstance(container, (str, tuple)) and index is not None and -len(container) <= index < len(container):
+                return container[index]
+            return _NO_DEFAULT
+        if self.model.qualname(node) == "torch.__version__":  # branches for old PyTorch releases do not run
+            return api.TORCH_VERSION
+        if isinstance(node, cst.Call) and self.model.qualname(node.func) in api.EXPORT_ONLY_TESTS:
+            return False  # `if torch.jit.is_scripting():`: eager training and inference take the other branch
         if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
             items = [self.default_of(e.value, depth + 1) for e in node.elements if isinstance(e, cst.Element)]
             return _NO_DEFAULT if _NO_DEFAULT in items else tuple(items)
@@ -1065,6 +1107,12 @@ class Values:
     def qualified_call(self, qual: str, call: cst.Call) -> Value:
         head = qual.split(".", 1)[0]
         if head == "numpy":
+            last = qual.rsplit(".", 1)[-1]
+            if last in _NUMPY_TO_SCALAR and not any(a.keyword is not None and a.keyword.value in ("axis", "keepdims")
+                                                    for a in call.args) and len(call.args) == 1:
+                return NUMBER_VALUE  # `np.argmax(c > p)`: a NumPy scalar, which indexes as an int
+            if last in _NUMPY_FLAT:
+                return Value(NDARRAY, origin=call, element=NUMBER_VALUE)  # `for label in np.unique(x)`: scalars
             return Value(NDARRAY, origin=call)
         if head in ("math", "random", "time", "os", "sys", "json", "re", "logging", "argparse", "pathlib",
                     "datetime", "itertools", "functools", "collections", "copy", "pickle", "shutil", "glob"):
@@ -1273,6 +1321,12 @@ def project(v: Value, path: tuple) -> Value:
         else:
             return Value(origin=v.origin) if v.origin is not None and v.kind is None else UNKNOWN
     return v
+
+
+# NumPy calls that, given one array and no axis, return one number; and those that return a flat array.
+_NUMPY_TO_SCALAR = frozenset({"argmax", "argmin", "sum", "max", "min", "amax", "amin", "mean", "prod", "count_nonzero",
+                              "median", "std", "var"})
+_NUMPY_FLAT = frozenset({"unique", "flatnonzero", "ravel"})
 
 
 def element_of(v: Value) -> Value:
