@@ -1928,3 +1928,35 @@ def test_a_class_no_file_of_the_program_uses_runs_nothing():
     assert codes({"utils.py": utils, "train.py": train}, "utils.py") == []
     used = train.replace("from utils import save_network", "from utils import save_network, CrossEntropyLabelSmooth")
     assert codes({"utils.py": utils, "train.py": used}, "utils.py") != []
+
+
+def test_a_device_picked_by_a_conditional_expression_follows_the_defaults():
+    src = """
+        import torch
+        allow_cuda = False
+        device = "cuda" if torch.cuda.is_available() and allow_cuda else "cpu"
+        model = Net().to(device)
+        for x in loader:
+            loss = model(x.to(device)).sum()
+            print(loss.item())
+    """
+    assert [c for c in codes({"infer.py": src}) if c[1].startswith("PFL1")] == []
+    on = src.replace("allow_cuda = False", "allow_cuda = True")
+    assert (8, "PFL101") in codes({"infer.py": on})
+
+
+def test_a_normal_cdf_is_not_told_to_use_gelu():
+    src = """
+        import numpy as np
+        import torch as th
+        def approx_standard_normal_cdf(x):
+            return 0.5 * (1.0 + th.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * th.pow(x, 3))))
+        def act(x):
+            return 0.5 * x * (1.0 + th.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * th.pow(x, 3))))
+        class M(th.nn.Module):
+            def forward(self, x):
+                return approx_standard_normal_cdf(x) + act(x)
+        m = M().cuda()
+    """
+    messages = {f.line: f.message for f in run({"losses.py": src}) if f.code == "PFL301"}
+    assert "gelu" not in messages[5] and 'F.gelu(x, approximate="tanh")' in messages[7]

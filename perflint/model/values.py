@@ -1032,6 +1032,9 @@ class Values:
         if isinstance(expr, cst.Integer):
             return ON_DEVICE, (("GPU index `{}`", expr),)
         if isinstance(expr, cst.IfExp):
+            truth = self.default_truth(expr.test)  # `"cuda" if torch.cuda.is_available() and allow_cuda else "cpu"`
+            if truth is not None:  # with `allow_cuda = False`: the branch the defaults take
+                return self.device_of(expr.body if truth else expr.orelse)
             a, wa = self.device_of(expr.body)
             b, wb = self.device_of(expr.orelse)
             if ON_DEVICE in (a, b):
@@ -1059,8 +1062,8 @@ class Values:
         return None, ()
 
     def _device_option(self, expr: cst.CSTNode, depth: int = 0) -> tuple[str, tuple] | None:
-        """`args.device` of `parser.add_argument("--device", default="cpu")`, or a name bound to it: the device
-        the program runs on unless told otherwise."""
+        """`args.device` of `parser.add_argument("--device", default="cpu")`, or a name bound to it or to a
+        choice the defaults settle: the device the program runs on unless told otherwise."""
         if isinstance(expr, cst.Attribute) and option_holder(expr.value):
             default = self.option_defaults().get(expr.attr.value)
             kind = default.split(":")[0] if isinstance(default, str) else None
@@ -1070,7 +1073,11 @@ class Values:
             return None
         reaching = self.reaching_bindings(expr) if isinstance(expr, cst.Name) and depth < 2 else None
         if reaching and len(reaching) == 1 and reaching[0].how == "assign" and not reaching[0].path:
-            return self._device_option(reaching[0].value, depth + 1) if reaching[0].value is not None else None
+            value = reaching[0].value
+            if isinstance(value, cst.IfExp) and self.default_truth(value.test) is not None:
+                device, why = self.device_of(value)  # `device = "cuda" if ... and allow_cuda else "cpu"`
+                return (device, why) if device is not None else None
+            return self._device_option(value, depth + 1) if value is not None else None
         return None
 
     def builtin(self, name: str, call: cst.Call) -> Value:

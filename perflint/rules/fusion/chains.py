@@ -549,18 +549,36 @@ def _self_gated(model: FileModel, root: cst.CSTNode) -> bool:
     return False
 
 
+def _times_input(root: cst.CSTNode, gate: str) -> bool:
+    """Whether the chain multiplies its input by the gate (`0.5 * x * (1 + tanh(c * (x + ...)))`, a GELU),
+    rather than returning the gate itself (`0.5 * (1 + tanh(...))`, a normal CDF): a name read inside the
+    gate's call is read outside it too."""
+    calls = [c for c in find_all(root, cst.Call) if (dotted(c.func) or "").rsplit(".", 1)[-1] == gate]
+    if not calls:
+        return False
+    inside = {n for c in calls for a in c.args for n in find_all(a.value, cst.Name)}
+    outside = [n for n in find_all(root, cst.Name) if n not in inside]
+    return bool({n.value for n in inside} & {n.value for n in outside if not _is_callee(root, n)})
+
+
+def _is_callee(root: cst.CSTNode, name: cst.Name) -> bool:
+    """`th` in `th.tanh(...)`, `torch` in `torch.erf(...)`: a module or function, not data."""
+    return any(isinstance(c.func, cst.Attribute) and c.func.value is name or c.func is name
+               for c in find_all(root, cst.Call))
+
+
 def hint(model: FileModel, chain: Chain) -> str:
     """A fused op that does this chain, when one is known; else `torch.compile`."""
     names = set(chain.names)
     floats = {n.value for n in find_all(chain.root, cst.Float)}
-    if "tanh" in names and any(f.startswith("0.0447") for f in floats):
-        return '`F.gelu(x, approximate="tanh")`'
+    if "tanh" in names and any(f.startswith("0.0447") for f in floats) and _times_input(chain.root, "tanh"):
+        return '`F.gelu(x, approximate="tanh")`'  # x * Φ(x); Φ(x) alone (a normal CDF) is no GELU
     if "relu6" in names:
         return "`F.hardswish` / `F.hardsigmoid`"
     if "sigmoid" in names and "mul" in names and len(names) <= 3 and _self_gated(model, chain.root):
         return "`F.silu`"
     if "erf" in names:
-        return "`F.gelu`"
+        return "`F.gelu`" if _times_input(chain.root, "erf") else "`torch.special.ndtr`"
     if names <= {"mul", "add", "sub"} and chain.ops <= 4:
         return "`torch.addcmul` or `torch.lerp` where they fit, or `torch.compile`"
     return "`torch.compile` on the function (or the model)"

@@ -98,6 +98,8 @@ random factories, whose device generator draws other numbers than the CPU's for 
                 device = move.expr if move.expr is not None else cst.SimpleString('"cuda"')
                 replacement, fix_node = with_keyword(origin, "device", device), move.call
             fix = "pass `device=` to make it there" if factory in api.FACTORIES else \
+                "NumPy makes the data on the host: make it with torch on the device instead (`torch.multinomial`, " \
+                "`torch.randint(..., device=...)`, `torch.arange(..., device=...)`)" if factory in _ZERO_COPY else \
                 "`torch.empty(size, device=...)` (or the factory that fills it) makes it there" \
                 if _sized(values, factory, origin) else \
                 "`torch.full(size, value, device=...)` makes it there without a copy (or use a Python number)" \
