@@ -27,10 +27,9 @@ _TRUE_DEFAULTS = (re.compile(r"^[ \t]*(\w+)\s*(?::\s*bool)?\s*=\s*True\b", re.MU
 _CUSTOM_TO = re.compile(r"^[ \t]+def to\(self", re.MULTILINE)
 _DEFAULT_DEVICE = re.compile(r"set_default_device|set_default_tensor_type\([^)]*cuda")
 _DEFINES = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
-_UNDECORATED_CLASS = re.compile(r"^(?<!@)(?:(?<=\n)|(?<=\A))class[ \t]+(\w+)", re.MULTILINE)
+_CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
 _SUBCLASS = re.compile(r"^class[ \t]+(\w+)[ \t]*\(([\w., \t]+)\)[ \t]*:", re.MULTILINE)
 _TEST_NAME = re.compile(r"(?:^test_.*|.*_test|^conftest)\.(?:py|ipynb)$")
-# Names a script's parsed command line goes by: `args.lr`, `self.args.use_multi_gpu`, `opt.niter`.
 # Names that hold a program's options: a parsed command line (`args.lr`), or a config tree of the yacs or
 # detectron2 kind (`cfg.SOLVER.BASE_LR`, its defaults set as `_C.SOLVER.BASE_LR = 0.1` in a defaults file).
 OPTION_HOLDERS = frozenset({"args", "opt", "opts", "options", "flags", "FLAGS", "cli_args", "hparams", "argv_args",
@@ -57,7 +56,8 @@ _TOP_LEVEL_LINE = re.compile(r"^[^\s#)]", re.MULTILINE)
 # Top-level lines of a module that only defines: imports, definitions, decorators, docstrings, assignments,
 # `try:` around an import, closing brackets. Anything else (a call, a loop, an `if`) is code that runs.
 _DEFINING = re.compile(r"""(?:import|from|def|class|async|try|except|else|finally)\b|@|['"rbuf]*['"]|[\]})]|"""
-                       r"""if\s+(?:typing\.)?TYPE_CHECKING\b|[\w.]+(?:\s*\[[^\]\n]*\])?\s*(?::[^=\n]*)?(?:,\s*[\w.]+)*\s*=(?!=)""")
+                       r"""if\s+(?:typing\.)?TYPE_CHECKING\b|"""
+                       r"""[\w.]+(?:\s*\[[^\]\n]*\])?\s*(?::[^=\n]*)?(?:,\s*[\w.]+)*\s*=(?!=)""")
 _DYNAMIC_IMPORTS = ("import_module(", "__import__(", "spec_from_file_location", "load_source(", "runpy.", "exec(")
 _ENTRY_NAMES = ("__init__.py", "setup.py", "hubconf.py", "conftest.py", "__main__.py")
 UNKNOWN = "<unknown>"  # an option whose default a text scan cannot read, or that two declarations disagree on
@@ -193,9 +193,7 @@ class Scan:
         self.dynamic_imports = any(w in text for w in _DYNAMIC_IMPORTS) if run else True  # substrings: fast
         # Undecorated top-level classes whose name the file writes only on the `class` line (and in `super(Name,
         # self)`): none of its own code uses them (a subclass, an `__all__` entry would name them again).
-        self.lone_classes = frozenset(n for n in _UNDECORATED_CLASS.findall(text)
-                                      if text.count(n) == 1 + text.count(f"super({n}")) \
-            if run and "class " in text else frozenset()  # `super(Name, self)` is no use of it
+        self.lone_classes = _lone_classes(text) if run and "class " in text else frozenset()
 
     def compiled_by_default(self, true_defaults: set[str]) -> bool:
         """Whether one of its compile calls runs without a flag, or under a flag that defaults to on."""
@@ -207,6 +205,19 @@ _BLOCKS = ("if ", "elif ", "else", "for ", "while ", "with ", "try", "except", "
            "class ", "match ", "case ")
 _MODEL_WORDS = ("model", "net", "module", "backbone", "encoder", "decoder", "student", "teacher", "policy", "agent",
                 "transformer", "generator", "discriminator", "actor", "critic", "task", "layer", "block", "unet")
+
+
+def _lone_classes(text: str) -> frozenset[str]:
+    """Top-level classes without a decorator (a registry's would name them) whose name the text writes only on
+    the `class` line, `super(Name, self)` aside."""
+    found = set()
+    for m in _CLASS.finditer(text):
+        name = m.group(1)
+        before = text.rfind("\n", 0, max(m.start() - 1, 0))
+        if not text[before + 1: m.start()].lstrip().startswith("@") \
+                and text.count(name) == 1 + text.count(f"super({name}"):
+            found.add(name)
+    return frozenset(found)
 
 
 def _option_reads(text: str) -> set[str]:

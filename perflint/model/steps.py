@@ -28,7 +28,8 @@ from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, 
 from perflint.tree import find_all
 
 STEP, OUTER, SMALL, NEUTRAL, COLD = "step", "outer", "small", "neutral", "cold"
-_FOLDED = {cst.Add: int.__add__, cst.Subtract: int.__sub__, cst.Multiply: int.__mul__, cst.FloorDivide: int.__floordiv__}
+_FOLDED = {cst.Add: int.__add__, cst.Subtract: int.__sub__, cst.Multiply: int.__mul__,
+           cst.FloorDivide: int.__floordiv__}
 _SMALL_RANGE = 16  # `for i in range(k)` with a literal k at most this is a few fixed iterations
 _STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "forward", "__call__"}
 _LISTINGS = {"os.listdir", "os.scandir", "os.walk", "glob.glob", "glob.iglob"}
