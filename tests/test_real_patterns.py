@@ -1928,6 +1928,8 @@ def test_a_class_no_file_of_the_program_uses_runs_nothing():
     assert codes({"utils.py": utils, "train.py": train}, "utils.py") == []
     used = train.replace("from utils import save_network", "from utils import save_network, CrossEntropyLabelSmooth")
     assert codes({"utils.py": utils, "train.py": used}, "utils.py") != []
+    registered = utils.replace("class CrossEntropyLabelSmooth", "@LOSSES.register_module()\n        class CrossEntropyLabelSmooth")
+    assert codes({"utils.py": registered, "train.py": train}, "utils.py") != []  # a registry builds it by name
 
 
 def test_a_device_picked_by_a_conditional_expression_follows_the_defaults():
