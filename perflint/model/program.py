@@ -20,6 +20,8 @@ from perflint.model.names import dotted, target_names
 from perflint.tree import fields, is_node_type
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+# Decorators that compile the function they wrap (a ScriptModule's methods by `script_method`).
+_COMPILING = api.COMPILERS | {"torch.jit.script_method"}
 # Node types the model lists in file order (`model.nodes(type)`), for rule families that look at all of them.
 INDEXED = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.FormattedStringExpression, cst.Subscript,
            cst.BinaryOperation, cst.UnaryOperation, cst.Assign, cst.AugAssign, cst.Name, cst.Attribute, cst.Yield)
@@ -679,7 +681,7 @@ class Walker:
         for b in frame.scope.bindings.get(expr.value, ()):
             if b.how == "assign" and b.value is not None and not b.path:
                 name = self.model.qualname(b.value)
-                if name in api.COMPILERS or name == "torch.jit.script_method":
+                if name in _COMPILING:
                     return name
         return None
 
@@ -698,7 +700,7 @@ class Walker:
         self._place_name(node.name)
         self.bind(node.name, "def", info)
         self.walk(node.params)  # defaults and annotations are evaluated in the enclosing scope
-        compiled = any(d in api.COMPILERS or d == "torch.jit.script_method" for d in decorators)
+        compiled = any(d in _COMPILING for d in decorators)
         no_grad = any(d in api.NO_GRAD for d in decorators)
         self._enter_function(info, node, node.params, compiled, no_grad, node.body)
 

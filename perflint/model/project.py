@@ -379,7 +379,11 @@ class Project:
         self._torch: dict[str, bool] = {}
         self._options: dict[str, dict[str, str]] = {}  # per file: the options its program declares
         self._read_back_names = set().union(*(s.read_backs for s in scans.values()))
-        self._programs = self._connect()
+        importers, wholesale = self._imports()
+        self._programs = self._connect(importers)
+        unseen = any(s.dynamic_imports for s in self.scans.values())  # a file imports by a computed name
+        self._unused = frozenset() if unseen else self._find_unused(importers)
+        self._unused_classes = {} if unseen else self._find_unused_classes(importers, wholesale)
 
     def resolve(self, path: str, level: int, module: str, names: tuple[str, ...]) -> list[str]:
         """The project files an import statement of `path` may load."""
@@ -432,7 +436,25 @@ class Project:
         self._torch[path] = result
         return result
 
-    def _connect(self) -> dict[str, tuple[bool, bool, bool, bool]]:
+    def _imports(self) -> tuple[dict[str, set[str]], set[str]]:
+        """Each file of the run that another imports, with its importers (import statements resolved once,
+        here); and the files imported wholesale (`import utils`, `from pkg import utils`, `from utils import
+        *`), any of whose names the importer may use."""
+        importers: dict[str, set[str]] = {}
+        wholesale: set[str] = set()
+        for path, scan in self.scans.items():
+            for level, module, names in scan.imports:
+                subs = [f for n in names if (f := self.module_file(path, level, f"{module}.{n}" if module else n))]
+                own = self.module_file(path, level, module) if module or level else None
+                for dep in (subs + [own]) if own else subs:
+                    if dep != path:
+                        importers.setdefault(dep, set()).add(path)
+                wholesale.update(subs)
+                if own and not names:
+                    wholesale.add(own)
+        return importers, wholesale
+
+    def _connect(self, importers: dict[str, set[str]]) -> dict[str, tuple[bool, bool, bool, bool]]:
         """For each file, facts of its program (the files linked to it by local imports, either way): does
         it compile a model somewhere, does it do so by default, does it move work to a device, does it
         define a `to()` method of its own. A folder of separate examples is many programs; a package and
@@ -445,15 +467,9 @@ class Project:
                 p = parent[p]
             return p
 
-        importers: dict[str, set[str]] = {}
-        for path, scan in self.scans.items():
-            for level, module, names in scan.imports:
-                for dep in self.resolve(path, level, module, names):
-                    parent[find(dep)] = find(path)
-                    if dep != path:
-                        importers.setdefault(dep, set()).add(path)
-        self._unused = self._find_unused(importers)
-        self._unused_classes = self._find_unused_classes(importers)
+        for dep, users in importers.items():
+            for user in users:
+                parent[find(dep)] = find(user)
         members: dict[str, list[Scan]] = {}
         program_options: dict[str, dict[str, str]] = {}
         for path, scan in self.scans.items():
@@ -478,9 +494,7 @@ class Project:
     def _find_unused(self, importers: dict[str, set[str]]) -> frozenset[str]:
         """The modules that only define, that no file of the run imports or names in an import, in a folder
         whose other modules a file of the run outside it imports: the run holds this folder's users, and
-        none uses this one. None where a file imports by a computed name (`importlib.import_module`)."""
-        if any(s.dynamic_imports for s in self.scans.values()):
-            return frozenset()
+        none uses this one."""
         words = {w for s in self.scans.values() for _, module, names in s.imports for w in (*module.split("."), *names)}
         used_folders = {PurePosixPath(dep).parent for dep, users in importers.items()
                         if any(PurePosixPath(u).parent != PurePosixPath(dep).parent for u in users)}
@@ -489,22 +503,11 @@ class Project:
                          and PurePosixPath(path).name not in _ENTRY_NAMES and not is_test_path(path)
                          and PurePosixPath(path).stem not in words and PurePosixPath(path).parent in used_folders)
 
-    def _find_unused_classes(self, importers: dict[str, set[str]]) -> dict[str, frozenset[str]]:
+    def _find_unused_classes(self, importers: dict[str, set[str]], wholesale: set[str]) -> dict[str, frozenset[str]]:
         """Per file, the classes it alone writes that no file of the run names in an import, in a file that
-        some file of the run imports by name (`from utils import save_network`, never wholesale: `import
-        utils` could reach `utils.X`), outside a package (whose modules users may import from elsewhere).
-        None where a file imports by a computed name."""
-        if any(s.dynamic_imports for s in self.scans.values()):
-            return {}
+        some file of the run imports by name and never wholesale (`import utils` could reach `utils.X`),
+        outside a package (whose modules users may import from elsewhere)."""
         named = {n for s in self.scans.values() for _, _, names in s.imports for n in names}
-        wholesale = set()
-        for path, scan in self.scans.items():
-            for level, module, names in scan.imports:
-                if not names:
-                    wholesale.update(self.resolve(path, level, module, names))
-                else:
-                    wholesale.update(f for n in names if (f := self.module_file(path, level, f"{module}.{n}"
-                                                                                  if module else n)) is not None)
         packages = {PurePosixPath(p).parent for p in self.scans if PurePosixPath(p).name == "__init__.py"}
         out = {}
         for path, scan in self.scans.items():

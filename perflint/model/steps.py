@@ -354,9 +354,7 @@ class Steps:
             # In a module's own methods (an RNN over time steps), a loop of submodule calls is part of one
             # forward, not a loop of steps: it does not make the loops that call it outer loops. A sampling
             # or generation method's loop (`p_sample_loop`, `generate`) is a loop of steps all the same.
-            function = frame.function
-            generates = function is not None and any(w in function.name for w in ("sample", "generate", "decode"))
-            within = self.values.in_module_class(node) and not generates and not any(
+            within = self.values.in_module_class(node) and not generates(frame.function) and not any(
                 method_name(c) in ("backward", "step") for c in calls)
             return LoopKind(STEP, (("runs every step: each iteration runs `{}`", work),
                                    ("loop at `{}`", _header(node))), device_ops_only=within)
@@ -593,6 +591,12 @@ class Steps:
                 self._step_work[info] = ((), call)
                 return True
         return False
+
+
+def generates(function: FunctionInfo | None) -> bool:
+    """Whether a function is a sampling or generation method (`p_sample_loop`, `generate`, `decode`): its loop
+    makes one token or frame per iteration, a loop of steps even inside a module's class."""
+    return function is not None and any(w in function.name for w in ("sample", "generate", "decode"))
 
 
 def _callable_from_elsewhere(info: FunctionInfo) -> bool:

@@ -81,13 +81,13 @@ FORWARD_METHODS = frozenset({"forward", "generate", "sample", "predict", "get_ac
 MODULE_TENSOR_ATTRS = frozenset({"weight", "bias", "running_mean", "running_var", "in_proj_weight",
                                  "in_proj_bias", "pos_embed", "cls_token"})
 
-# Device types as written in `"cuda:0"`, `torch.device("mps")`.
 # The PyTorch a program runs on, for the branches it takes on `torch.__version__` (`if int(version[0]) > 0`):
 # a current release, so that code kept for 0.x or 1.x is judged as not running.
 TORCH_VERSION = "2.5.0"
 # Tests that hold only while a model is scripted, traced or exported: false when it runs eagerly.
 EXPORT_ONLY_TESTS = frozenset({"torch.jit.is_scripting", "torch.jit.is_tracing", "torch.onnx.is_in_onnx_export",
                                "torch._C._get_tracing_state"})
+# Device types as written in `"cuda:0"`, `torch.device("mps")`.
 DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xpu", "hpu", "npu", "meta", "xla", "mtia", "privateuseone",
                           "ipu", "musa", "mlu"})
 # Names that, with nothing better known, hold a device in PyTorch code.

@@ -1064,8 +1064,8 @@ class Values:
     def _device_option(self, expr: cst.CSTNode, depth: int = 0) -> tuple[str, tuple] | None:
         """`args.device` of `parser.add_argument("--device", default="cpu")`, or a name bound to it or to a
         choice the defaults settle: the device the program runs on unless told otherwise."""
-        if isinstance(expr, cst.Attribute) and option_holder(expr.value):
-            default = self.option_defaults().get(expr.attr.value)
+        if isinstance(expr, cst.Attribute) and option_path(expr) is not None:
+            default = self.option_defaults().get(option_path(expr))
             kind = default.split(":")[0] if isinstance(default, str) else None
             if kind in api.DEVICE_TYPES:
                 return (ON_HOST if kind == "cpu" else ON_DEVICE), (("`{}` (the option defaults to %r)" % default,

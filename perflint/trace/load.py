@@ -328,7 +328,8 @@ NO_DUR = "without a dur (read as 0)"
 NEGATIVE_DUR = "with a negative dur (read as 0)"
 TEXT_NUMBER = "with a ts or dur written as a string (read as a number)"
 _MAX_US = 10**17  # microseconds: about 3,000 years; beyond it a time is corrupt (and overflows sums). An int:
-# Kineto writes int times, and int-to-int compares are ~3x cheaper than int-to-float ones in the hot loop
+# Kineto writes int times, and comparing them with an int bound took the load loop from 55 to 49-52 ms on
+# df_index_resolver (min of 9 runs of `_normalize_typed` on the decoded pieces)
 _NUMBER = frozenset((int, float))
 _TID = frozenset((int, str, float, type(None)))
 

@@ -557,14 +557,9 @@ def _times_input(root: cst.CSTNode, gate: str) -> bool:
     if not calls:
         return False
     inside = {n for c in calls for a in c.args for n in find_all(a.value, cst.Name)}
-    outside = [n for n in find_all(root, cst.Name) if n not in inside]
-    return bool({n.value for n in inside} & {n.value for n in outside if not _is_callee(root, n)})
-
-
-def _is_callee(root: cst.CSTNode, name: cst.Name) -> bool:
-    """`th` in `th.tanh(...)`, `torch` in `torch.erf(...)`: a module or function, not data."""
-    return any(isinstance(c.func, cst.Attribute) and c.func.value is name or c.func is name
-               for c in find_all(root, cst.Call))
+    callees = {c.func.value if isinstance(c.func, cst.Attribute) else c.func for c in find_all(root, cst.Call)}
+    outside = {n.value for n in find_all(root, cst.Name) if n not in inside and n not in callees}  # not `th`
+    return bool({n.value for n in inside} & outside)  # in `th.tanh(...)`: a module, not data
 
 
 def hint(model: FileModel, chain: Chain) -> str:

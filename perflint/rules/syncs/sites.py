@@ -20,7 +20,7 @@ import libcst as cst
 from perflint.model import torchapi as api
 from perflint.model.names import dotted, is_true, keyword, method_name, positional, truth_tested
 from perflint.model.program import FileModel, Frame
-from perflint.model.steps import Step, Steps
+from perflint.model.steps import Step, Steps, generates
 from perflint.model.values import ON_DEVICE, ON_HOST, TENSOR, Value, Values
 from perflint.rule import Rule
 from perflint.tree import find_all
@@ -365,7 +365,8 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
     """The host needs the value every step to go on at all, so no fix exists at this line: it is the stop
     signal every rank just agreed on (`dist.broadcast(flag)`, then `if flag.item() == 0: break`, also through
     a name tested later) or the stop test of a generation loop (`if (stop_tokens > 0.5).all(): break` in
-    `generate`), it is yielded to a streaming consumer (`yield token.item()`), it turns a result
+    `generate`: it must know at once that the output is complete, a test every k steps would emit extra
+    frames), it is yielded to a streaming consumer (`yield token.item()`), it turns a result
     into output in a step that writes each result out (a detection script that labels, draws and saves every
     image), or it filters boxes in a function that runs non-maximum suppression (a data-dependent size by
     nature)."""
@@ -375,7 +376,7 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
     if site.code == "PFL107" and frame.function is not None and any(
             (model.qualname(c.func) or dotted(c.func) or "").rsplit(".", 1)[-1] in _NMS for c in calls):
         return True  # non-maximum suppression keeps a data-dependent number of boxes: that is what it is for
-    exits = _exit_tests(model) if _agreed(model, site, calls) or _generates(frame) else ()
+    exits = _exit_tests(model) if _agreed(model, site, calls) or generates(frame.function) else ()
     if any(node is test or _inside(model, node, test) for test in exits):
         return True
     taker = _taker(model, node)
@@ -407,14 +408,6 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
     body = steps.calls_in(loop)
     return not any(steps.trains(c) for c in body) and any(_writes_out(model, c) and steps.at(c).hot for c in body) \
         and not any(steps.trains(c) for c in calls)
-
-
-def _generates(frame) -> bool:
-    """Whether the code runs in a generation method (`generate`, `sample`, `decode`, `inference`): its loop
-    makes one token or frame per step and must know at once when the output is complete; a stop test read
-    every k steps would run (and emit) extra frames."""
-    function = frame.function
-    return function is not None and any(w in function.name for w in ("generate", "sample", "decode", "infer"))
 
 
 def _agreed(model: FileModel, site: SyncSite, calls: list[cst.Call]) -> bool:
@@ -471,7 +464,6 @@ def _names_in(model: FileModel, node: cst.CSTNode) -> list[cst.Name]:
     key = ("names-in", node)
     found = model._memo.get(key)
     if found is None:
-        
         found = model._memo[key] = [n for n in find_all(node, cst.Name) if n in model.sites]
     return found
 
@@ -486,7 +478,6 @@ def _size(model: FileModel, node: cst.CSTNode) -> int:
     key = ("size", node)
     found = model._memo.get(key)
     if found is None:
-        
         found = model._memo[key] = len(find_all(node, cst.CSTNode))
     return found
 
