@@ -1963,3 +1963,24 @@ def test_a_normal_cdf_is_not_told_to_use_gelu():
     """
     messages = {f.line: f.message for f in run({"losses.py": src}) if f.code == "PFL301"}
     assert "gelu" not in messages[5] and 'F.gelu(x, approximate="tanh")' in messages[7]
+
+
+def test_a_table_of_constants_made_every_step_is_told_to_be_made_once():
+    # PyTorch-VAE's MS-SSIM: five level weights written out, made on the host and moved in every forward.
+    # A fill cannot hold five values; the fix is a tensor made once (a buffer the model's `.to` moves).
+    src = """
+        import torch
+        from torch import nn
+        class MSSIM(nn.Module):
+            def forward(self, a, b):
+                weights = torch.FloatTensor([0.0448, 0.2856, 0.3001, 0.2363, 0.1333]).to(a.device)
+                return (weights * (a - b).pow(2).mean()).sum()
+        def train(loader, model, opt):
+            crit = MSSIM()
+            for x, y in loader:
+                loss = crit(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                loss.backward()
+                opt.step()
+    """
+    messages = [f.message for f in run({"train.py": src}) if f.code == "PFL201"]
+    assert len(messages) == 1 and "make the tensor once" in messages[0] and "torch.full" not in messages[0]

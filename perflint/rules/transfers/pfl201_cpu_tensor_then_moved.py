@@ -103,6 +103,9 @@ random factories, whose device generator draws other numbers than the CPU's for 
                 "`torch.empty(size, device=...)` (or the factory that fills it) makes it there" \
                 if _sized(values, factory, origin) else \
                 "`torch.full(size, value, device=...)` makes it there without a copy (or use a Python number)" \
+                if origin.args and _literal(origin.args[0].value) and len(_leaves(origin.args[0].value)) == 1 else \
+                "these values are constants: make the tensor once (before the loop, or a buffer registered in " \
+                "`__init__`, which `.to(device)` moves with the model)" \
                 if origin.args and _literal(origin.args[0].value) else \
                 "`torch.as_tensor(data, device=...)` copies it once, straight to the device"
             self.report(model, origin, self.message.format(factory=factory, fix=fix),
@@ -182,6 +185,14 @@ def _literal(node: cst.CSTNode, displayed: bool = False) -> bool:
     if isinstance(node, cst.UnaryOperation):
         return _literal(node.expression, displayed)
     return isinstance(node, (cst.Integer, cst.Float)) or displayed and isinstance(node, cst.Name)
+
+
+def _leaves(node: cst.CSTNode) -> set[str]:
+    """The distinct values a written-out display holds (`[[0.5, 0.5]]`: one; `[0.04, 0.29, 0.30]`: three):
+    one value fills a tensor on the device, several make a table to build once."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return {leaf for e in node.elements for leaf in _leaves(e.value)}
+    return {cst.Module([]).code_for_node(node)}
 
 
 def _pinned(factory: cst.Call) -> bool:
