@@ -723,8 +723,8 @@ class Values:
                 and node in self.model.sites:
             cls = _class_of(self._site(node)[0])
             bindings = cls.attrs.get(node.attr.value) if cls is not None else None
-        elif isinstance(node, cst.Attribute) and option_path(node) is not None:  # `args.add_noise`, `self.args.lr`,
-            return self.option_defaults().get(option_path(node), _NO_DEFAULT)  # `cfg.MIXUP.ENABLE`
+        elif isinstance(node, cst.Attribute) and (path := option_path(node)) is not None:  # `args.add_noise`,
+            return self.option_defaults().get(path, _NO_DEFAULT)  # `self.args.lr`, `cfg.MIXUP.ENABLE`
         else:
             return _NO_DEFAULT
         if not bindings or len(bindings) != 1:
@@ -1064,8 +1064,9 @@ class Values:
     def _device_option(self, expr: cst.CSTNode, depth: int = 0) -> tuple[str, tuple] | None:
         """`args.device` of `parser.add_argument("--device", default="cpu")`, or a name bound to it or to a
         choice the defaults settle: the device the program runs on unless told otherwise."""
-        if isinstance(expr, cst.Attribute) and option_path(expr) is not None:
-            default = self.option_defaults().get(option_path(expr))
+        path = option_path(expr) if isinstance(expr, cst.Attribute) else None
+        if path is not None:
+            default = self.option_defaults().get(path)
             kind = default.split(":")[0] if isinstance(default, str) else None
             if kind in api.DEVICE_TYPES:
                 return (ON_HOST if kind == "cpu" else ON_DEVICE), (("`{}` (the option defaults to %r)" % default,

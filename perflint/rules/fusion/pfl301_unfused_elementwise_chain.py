@@ -60,16 +60,15 @@ is one fusable chain, `(a * w).sum(1) - (b * w).sum(1)` is not).
 Of its findings in eighteen blind reviews of repositories it was not tuned on, 159 of 343 were judged
 right (46%; 31 of 41 in the latest, review 18; each review on the rules before the fixes it prompted;
 the verdicts prefixed `blind review` in `benchmarks/accuracy/labels/`), against 92% on the labelled
-repositories. The others were chains on
-tensors too small to matter (per-sample augmentation parameters, a batch-by-batch similarity matrix, L2
-normalisation of `(batch, 128)` embeddings), code the project's configuration never runs (a sampler no
-script calls, a mode no config selects, a debug argument no caller passes), dead code, and models compiled
-through a configuration the linter cannot read (review 16: 21 chains in RWKV's TorchScript modules, now
-seen through the `MyFunction = torch.jit.script_method` alias). A short chain inside a Python loop counts only
-where the loop runs by count or once per parameter (`for t in reversed(range(n))`, `for p in group["params"]`),
-not over a few listed items. It stays on
-by default because fused elementwise work is one of the four things this linter exists to catch; select
-it off (`--ignore PFL301`) where those misses dominate.
+repositories. The others were chains on tensors too small to matter (per-sample augmentation parameters,
+a batch-by-batch similarity matrix, L2 normalisation of `(batch, 128)` embeddings), code the project's
+configuration never runs (a sampler no script calls, a mode no config selects, a debug argument no
+caller passes), dead code, and models compiled through a configuration the linter cannot read (review
+16: 21 chains in RWKV's TorchScript modules, now seen through the `MyFunction = torch.jit.script_method`
+alias). A short chain inside a Python loop counts only where the loop runs by count or once per
+parameter (`for t in reversed(range(n))`, `for p in group["params"]`), not over a few listed items.
+It stays on by default because fused elementwise work is one of the four things this linter exists to
+catch; select it off (`--ignore PFL301`) where those misses dominate.
 """
 
     def finish(self, model: FileModel) -> None:

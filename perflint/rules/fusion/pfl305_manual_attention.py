@@ -133,8 +133,8 @@ Off by default. In the blind reviews of repositories it was not tuned on, 13 of 
 judged right (59%). The others were attention with one query token (CaiT class attention, a pooling
 layer with 8 learned queries, one decode step: a score tensor of one row per head, as bandwidth-bound
 as the fused kernel; quiet since), classes that the project's configuration never builds, and a
-windowed variant that a one-line swap does not fit. Select it (`--select PFL305`) on transformer code whose attention
-over full sequences is written by hand.
+windowed variant that a one-line swap does not fit. Select it (`--select PFL305`) on transformer code
+whose attention over full sequences is written by hand.
 """
 
     def visit_Module(self, node, model) -> None:

@@ -97,21 +97,27 @@ random factories, whose device generator draws other numbers than the CPU's for 
                     and factory not in api.RANDOM_FACTORIES:
                 device = move.expr if move.expr is not None else cst.SimpleString('"cuda"')
                 replacement, fix_node = with_keyword(origin, "device", device), move.call
-            fix = "pass `device=` to make it there" if factory in api.FACTORIES else \
-                "NumPy makes the data on the host: make it with torch on the device instead (`torch.multinomial`, " \
-                "`torch.randint(..., device=...)`, `torch.arange(..., device=...)`)" if factory in _ZERO_COPY else \
-                "`torch.empty(size, device=...)` (or the factory that fills it) makes it there" \
-                if _sized(values, factory, origin) else \
-                "`torch.full(size, value, device=...)` makes it there without a copy (or use a Python number)" \
-                if origin.args and _literal(origin.args[0].value) and len(_leaves(origin.args[0].value)) == 1 else \
-                "these values are constants: make the tensor once (before the loop, or a buffer registered in " \
-                "`__init__`, which `.to(device)` moves with the model)" \
-                if origin.args and _literal(origin.args[0].value) else \
-                "`torch.as_tensor(data, device=...)` copies it once, straight to the device"
-            self.report(model, origin, self.message.format(factory=factory, fix=fix),
+            self.report(model, origin, self.message.format(factory=factory, fix=_fix(values, factory, origin)),
                         replacement=replacement, fix_node=fix_node,
                         evidence=(("copied to the device by `{}`", move.call), *move.why[1:2], *made.why[:2]),
                         step=step)
+
+
+def _fix(values: Values, factory: str, origin: cst.Call) -> str:
+    """How to make this tensor on the device, by what the constructor is given."""
+    if factory in api.FACTORIES:
+        return "pass `device=` to make it there"
+    if factory in _ZERO_COPY:
+        return "NumPy makes the data on the host: make it with torch on the device instead (`torch.multinomial`, " \
+               "`torch.randint(..., device=...)`, `torch.arange(..., device=...)`)"
+    if _sized(values, factory, origin):
+        return "`torch.empty(size, device=...)` (or the factory that fills it) makes it there"
+    if origin.args and _literal(origin.args[0].value):
+        if len(_leaves(origin.args[0].value)) == 1:
+            return "`torch.full(size, value, device=...)` makes it there without a copy (or use a Python number)"
+        return "these values are constants: make the tensor once (before the loop, or a buffer registered in " \
+               "`__init__`, which `.to(device)` moves with the model)"
+    return "`torch.as_tensor(data, device=...)` copies it once, straight to the device"
 
 
 def _filled_on_host(model: FileModel, origin: cst.Call) -> bool:
