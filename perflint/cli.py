@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -274,6 +273,8 @@ def _would_fix(findings: list, fixes: int, unsafe: bool) -> str:
 
 
 def _statistics(findings: list, fmt: str, unsafe: bool) -> str:
+    import json
+
     from tabulate import tabulate
 
     counts = Counter(f.code for f in findings)

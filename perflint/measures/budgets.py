@@ -22,6 +22,8 @@ class BudgetError(ValueError):
 
 @dataclass(frozen=True)
 class BudgetKey:
+    """A budget key (`max_syncs`) and the metric it bounds."""
+
     key: str
     metric: str  # a name of metrics.METRICS
     bound: str  # "max" or "min"

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class EventMapping:
+    """A profiler event name, the metric it counts toward and the rule that explains it."""
+
     name: str  # exact event name; a trailing "*" matches a prefix
     source: str  # "cpu_op", "python", "gpu_runtime", "gpu_kernel" or "gpu_memcpy"
     metric: str | None  # the metric it counts toward, or None when it only names the rule

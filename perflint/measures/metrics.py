@@ -29,6 +29,8 @@ NO_DEVICE_EVENTS = "the trace has no device events (CPU-only)"
 
 @dataclass(frozen=True)
 class Metric:
+    """A measured quantity, its unit and how each tool measures it."""
+
     name: str
     unit: str  # "count", "bytes" or "ratio"
     on_cpu: str  # how pytest_perf measures it on a CPU (a constant above)

@@ -36,6 +36,8 @@ _GPU_SHARES = ("memory", "compute", "sync")  # shares a CPU-only trace cannot te
 
 @dataclass
 class Figures:
+    """Everything `perflint trace` measured in one trace (or one step range of it): the report's source."""
+
     path: str
     rank: int | None
     world_size: int | None
@@ -63,6 +65,8 @@ class Figures:
 
 @dataclass
 class OpTime:
+    """One host op name: how often it ran and its summed host time (the `--compare` op table)."""
+
     name: str
     count: int
     host_us: float  # summed durations on the host (nested ops count in their parents too)

@@ -100,6 +100,8 @@ class Bound:
 
 @dataclass
 class BoundFigures:
+    """The bound of the whole analysed window and of each step in it."""
+
     whole: Bound
     steps: list[Bound]
 

@@ -8,7 +8,6 @@ files are still analysed and reported).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections import Counter
@@ -64,6 +63,8 @@ def _value(text: str) -> Any:
 
 
 def _read_budget_file(path: str) -> dict[str, Any]:
+    import json
+
     from perflint import toml
 
     try:

@@ -26,6 +26,8 @@ class CompareError(ValueError):
 
 @dataclass
 class Change:
+    """One figure in the baseline and in the new trace."""
+
     section: str  # "metric", "device work" or "op"
     name: str
     before: float | None
@@ -45,6 +47,8 @@ class Change:
 
 @dataclass
 class Comparison:
+    """What changed from one trace (or saved report) to another, and the relative budgets checked."""
+
     before: str
     after: str
     changes: list[Change]  # per section, largest change first

@@ -79,6 +79,8 @@ class Measured:
 
 @dataclass(frozen=True)
 class Place:
+    """A source location as the trace's stacks name it."""
+
     path: str  # as the trace records it
     line: int
     granularity: str  # "line" (Call stack) or "function" (python_function frames: the def line)
@@ -86,6 +88,8 @@ class Place:
 
 @dataclass
 class JoinedFinding:
+    """A static finding and what the trace measured at its line."""
+
     finding: Any  # perflint.rule.Finding
     status: str  # "confirmed" or "not seen in this trace"
     where: str  # "line 36" or "function at line 24"
@@ -94,6 +98,8 @@ class JoinedFinding:
 
 @dataclass
 class Missed:
+    """A costly place in the trace that no static finding names."""
+
     place: str  # "file.py:44" (or "file.py:24 (function)")
     rules: list[str]  # the rules of the events there
     measured: Measured
@@ -101,6 +107,8 @@ class Missed:
 
 @dataclass
 class Join:
+    """Static findings joined with one trace: confirmed, unseen, and missed."""
+
     trace: str
     findings: list[JoinedFinding]
     missed: list[Missed]

@@ -16,6 +16,8 @@ from perflint.trace.names import CLASSES, COMMUNICATION, COMPUTE, collective_nam
 
 @dataclass
 class KernelClass:
+    """Device time of one class of kernels (compute, communication, memory, ...)."""
+
     name: str
     count: int
     time_us: float  # sum of durations
@@ -24,6 +26,8 @@ class KernelClass:
 
 @dataclass
 class TopKernel:
+    """One kernel name among those taking the most device time."""
+
     name: str
     kernel_class: str
     count: int
@@ -33,6 +37,8 @@ class TopKernel:
 
 @dataclass
 class Collective:
+    """One kind of collective: calls, device time and bytes."""
+
     name: str
     count: int
     time_us: float
@@ -41,6 +47,8 @@ class Collective:
 
 @dataclass
 class KernelFigures:
+    """Kernel counts and device time by class and kind, and communication overlap."""
+
     kernels: int  # kernel events (compute + communication); copies and memsets are counted as transfers
     classes: list[KernelClass]
     top: list[TopKernel]

@@ -25,6 +25,8 @@ QUEUE_LIMIT = 1024
 
 @dataclass
 class StreamQueue:
+    """Launch-queue depth on one stream."""
+
     stream: int
     launches: int
     max: int
@@ -34,6 +36,8 @@ class StreamQueue:
 
 @dataclass
 class QueueFigures:
+    """How far the host runs ahead of the device (HTA's queue length and lead time)."""
+
     streams: list[StreamQueue]
     queue_overlap: float | None
     lead_median_us: float | None  # launch call start -> device start

@@ -21,7 +21,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from perflint.trace import json_reader, msgspec_reader
+from perflint.trace import msgspec_reader
 from perflint.trace.model import CommInfo, DeviceOp, HostOp, Inputs, RuntimeCall, Trace, TraceError
 
 try:  # optional speed-up (pip install torch-perflint[trace]): ISA-L inflates twice as fast as zlib
@@ -70,6 +70,8 @@ def load_trace(source: str | os.PathLike | Mapping | list, *, stream: bool | Non
                 stream = _text_size(f, gzipped) > STREAM_THRESHOLD
             f.seek(0)
             if stream:
+                from perflint.trace import json_reader  # the fallback (json, orjson): loaded only when needed
+
                 meta: dict[str, Any] = {}
                 trace = _normalize(json_reader.stream_events(f, gzipped, path, meta), path)
                 _apply_metadata(trace, meta)
@@ -163,6 +165,8 @@ def _text_chunks(f: io.BufferedReader, gzipped: bool) -> Iterator[bytes]:
 
 def _from_bytes(raw: bytes, path: str) -> Trace:
     """Piecewise when the text allows it (bounded memory), else the whole document at once."""
+    from perflint.trace import json_reader  # the fallback (json, orjson): loaded only when needed
+
     if len(raw) > json_reader.PIECE:
         meta: dict[str, Any] = {}
         try:

@@ -17,6 +17,8 @@ from typing import Mapping
 
 @dataclass(frozen=True)
 class Peak:
+    """A GPU's datasheet peaks, with the document they come from."""
+
     gpu: str
     tflops: Mapping[str, float | None]  # precision -> dense TFLOP/s
     tbps: float  # memory bandwidth, TB/s

@@ -21,6 +21,8 @@ from perflint.trace.names import CLASSES, COMMUNICATION, collective_name
 
 @dataclass
 class CollectiveWait:
+    """One collective matched across ranks: how long the early ranks waited for the last."""
+
     collective: str  # "allreduce #3"
     transfer_us: float
     max_wait_us: float
@@ -29,6 +31,8 @@ class CollectiveWait:
 
 @dataclass
 class RankBalance:
+    """One rank's time by kind, and how often it arrived last at a collective."""
+
     rank: int
     compute_us: float
     comm_us: float
@@ -39,6 +43,8 @@ class RankBalance:
 
 @dataclass
 class JobFigures:
+    """Figures across the ranks of one job: balance, waits and the straggler."""
+
     ranks: list[int]
     matched: int  # collectives found on every rank
     unmatched: int  # collectives missing on some rank (counts differ): not compared

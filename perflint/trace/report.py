@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +39,8 @@ def render(results: list[RankResult], job: JobFigures | None, fmt: str, units: d
     """`units`: metric -> the unit its size budget was written in ("MB"), for sizes shown back."""
     units = units or {}
     if fmt == "json":
+        import json  # only for this format: off the path of the text report
+
         return json.dumps(_json(results, job), indent=2, default=str)
     if fmt == "github":
         return _github(results, units)
@@ -272,6 +273,8 @@ def _github(results: list[RankResult], units: dict[str, str]) -> str:
 
 def render_comparison(comparisons: list[Comparison], fmt: str) -> str:
     if fmt == "json":
+        import json
+
         return json.dumps([{"before": c.before, "after": c.after,
                             "changes": [dict(asdict(ch), delta=ch.delta, relative=ch.relative) for ch in c.changes],
                             "verdicts": [asdict(v) for v in c.verdicts]} for c in comparisons], indent=2, default=str)

@@ -51,6 +51,8 @@ class RooflineRow:
 
 @dataclass
 class RooflineFigures:
+    """Achieved rates against the GPU's peaks, per op and per kernel class."""
+
     gpu: str | None  # the peak table's row
     identified: str  # how the row was found, or why there is none
     peak: dict[str, Any] | None  # {"tflops": {...}, "tbps": ..., "source": ...}

@@ -26,6 +26,8 @@ _CORRELATION = attrgetter("correlation")
 
 @dataclass(frozen=True)
 class Step:
+    """One ProfilerStep's span on the host clock."""
+
     number: int
     start: float
     end: float

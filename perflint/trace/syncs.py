@@ -30,6 +30,8 @@ _PAGEABLE_COPY_RULE = lookup("Memcpy DtoH", "gpu_memcpy")
 
 @dataclass
 class SyncEvent:
+    """One host call that waited for the device, with the op and source line around it."""
+
     call: str
     at_us: float  # from the first event of the trace
     wait_us: float  # how long the host call blocked

@@ -33,6 +33,8 @@ _CAUSES = (HOST_WAIT, KERNEL_WAIT, OTHER)
 
 @dataclass
 class StreamIdle:
+    """One stream's idle time split by cause."""
+
     stream: int
     host_wait_us: float
     kernel_wait_us: float
@@ -41,6 +43,8 @@ class StreamIdle:
 
 @dataclass
 class IdleGap:
+    """One stretch of device idle time, its cause and the host ops that ran meanwhile."""
+
     start_us: float  # from the first event of the trace
     dur_us: float
     cause: str
@@ -49,6 +53,8 @@ class IdleGap:
 
 @dataclass
 class TimelineFigures:
+    """Device busy and idle time over the window, idle split by cause (HTA's temporal breakdown)."""
+
     span_us: float
     busy_us: float
     idle_us: float

@@ -13,6 +13,8 @@ HOST_DEVICE = ("HtoD", "DtoH")
 
 @dataclass
 class TransferRow:
+    """Host/device copies of one direction and host memory kind."""
+
     direction: str
     host_memory: str
     count: int
@@ -22,6 +24,8 @@ class TransferRow:
 
 @dataclass
 class TransferFigures:
+    """Host/device copies: counts, bytes and the pageable ones."""
+
     rows: list[TransferRow]
     transfers: int  # host<->device copies (HtoD + DtoH); DtoD/PtoP are device-side and not counted
     transfer_bytes: int | None
