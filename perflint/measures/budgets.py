@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from perflint.measures.metrics import METRICS, SIZE_UNITS, format_value
 
@@ -20,8 +20,7 @@ class BudgetError(ValueError):
     """A budget that names an unknown key, has the wrong type or an impossible value."""
 
 
-@dataclass(frozen=True)
-class BudgetKey:
+class BudgetKey(NamedTuple):
     """A budget key (`max_syncs`) and the metric it bounds."""
 
     key: str

@@ -9,11 +9,11 @@ scalar back and blocks on `cudaStreamSynchronize`. The README's "Event mapping" 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class EventMapping:
+
+class EventMapping(NamedTuple):
     """A profiler event name, the metric it counts toward and the rule that explains it."""
 
     name: str  # exact event name; a trailing "*" matches a prefix

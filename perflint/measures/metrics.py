@@ -6,7 +6,8 @@ lists, baselines and "skip" reasons from this table, so a metric is spelled out 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
+
 
 # How pytest_perf gets a metric on a CPU-only machine (`Metric.on_cpu`).
 PROFILER = "profiler"  # the CPU profiler's aten ops
@@ -27,8 +28,7 @@ NOT_MEASURED = {
 NO_DEVICE_EVENTS = "the trace has no device events (CPU-only)"
 
 
-@dataclass(frozen=True)
-class Metric:
+class Metric(NamedTuple):
     """A measured quantity, its unit and how each tool measures it."""
 
     name: str

@@ -6,8 +6,8 @@ classes), which then run as array operations instead of Python loops over 10^4-1
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from operator import attrgetter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,8 +21,7 @@ _FIELDS = ("name", "ts", "dur", "stream", "correlation", "kind")
 _NAME, _TS, _DUR, _STREAM, _CORR, _KIND = map(attrgetter, _FIELDS)
 
 
-@dataclass(frozen=True)
-class Work:
+class Work(NamedTuple):
     """Rows in start order, file order on ties (`file_pos` maps a row to its place in `ops`)."""
 
     ops: list[DeviceOp]  # file order

@@ -11,12 +11,10 @@ are still computed, only the fraction of peak is missing.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 
-@dataclass(frozen=True)
-class Peak:
+class Peak(NamedTuple):
     """A GPU's datasheet peaks, with the document they come from."""
 
     gpu: str

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -65,8 +65,7 @@ class RooflineFigures:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class KernelCost:
+class KernelCost(NamedTuple):
     """Per device-work row (device_columns order): the op it belongs to and what the roofline makes of it."""
 
     op: np.ndarray  # index into `ops` (-1: no costed op)
