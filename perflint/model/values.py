@@ -579,7 +579,7 @@ class Values:
             if attr in api.TENSOR_ATTRS:
                 return replace(base, items=None, element=None)
             if attr == "device":
-                return Value(DEVICE, base.device, _why((f"the device of `{{}}`", node.value), base.why))
+                return Value(DEVICE, base.device, _why(("the device of `{}`", node.value), base.why))
             if attr in api.PYTHON_ATTRS:
                 return OTHER_VALUE
         if base.kind == MODULE:
@@ -908,7 +908,7 @@ class Values:
         for arg in call.args:
             v = self.value(arg.value)
             if v.kind == TENSOR and v.device == ON_DEVICE:
-                return Value(None, ON_DEVICE, _why((f"`{{}}` is given a device tensor", call), v.why))
+                return Value(None, ON_DEVICE, _why(("`{}` is given a device tensor", call), v.why))
             if v.kind == MODULE and any(w in name for w in _MODULE_WRAPPING):
                 return Value(MODULE, v.device, v.why, origin=v.origin or call)
             if _constructs(call) and (arg.keyword is not None and arg.keyword.value == "device"
@@ -945,7 +945,7 @@ class Values:
             device, source = ON_HOST, module
         else:
             device, source = None, module
-        return Value(TENSOR, device, _why((f"output of `{{}}`", call.func), source.why))
+        return Value(TENSOR, device, _why(("output of `{}`", call.func), source.why))
 
     def module_method(self, call: cst.Call, module: Value, method: str) -> Value:
         if method in ("to", "cuda", "cpu", "xpu", "mps"):

@@ -93,7 +93,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
                 v = values.value(arg.value)
                 if v.kind == MODULE and v.origin is not None and v.origin not in runs \
                         and _worth_compiling(model, v.origin) and not _inside_a_module(model, values, v.origin):
-                    runs[v.origin] = (call, Step(True, ((f"handed to `{{}}`, which runs it every step", call.func),)))
+                    runs[v.origin] = (call, Step(True, (("handed to `{}`, which runs it every step", call.func),)))
         for origin, (call, step) in runs.items():
             if origin in compiled or not self._on_device(model, values, call):
                 continue  # a model that stays on the CPU (a toy, a tutorial): compiling it is not the point
