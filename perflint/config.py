@@ -25,9 +25,13 @@ class ConfigError(UsageError):
     """A configuration mistake: reported in one line, exit code 2."""
 
 
+# Tool folders, build outputs, and the output folders of training runs (log, logs, runs, outputs,
+# lightning_logs, mlruns), where a run may save a snapshot of the code it ran (PointNet++ copies its model files
+# into log/): no program imports those copies.
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
                    "node_modules", "site-packages", ".eggs", "*.egg-info", ".perflint_cache", ".mypy_cache",
-                   ".pytest_cache", ".ruff_cache", "__pypackages__", ".ipynb_checkpoints")
+                   ".pytest_cache", ".ruff_cache", "__pypackages__", ".ipynb_checkpoints",
+                   "log", "logs", "runs", "outputs", "lightning_logs", "mlruns")
 _KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "max-file-size",
          "file-timeout", "lint-tests"}
 # Files bigger than this are skipped with a notice: libcst needs about 4.5 s and 400 MiB per MiB of

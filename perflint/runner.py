@@ -11,7 +11,7 @@ from perflint.cache import Cache, digest
 from perflint.config import Config
 from perflint.files import SourceFile, discover, read
 from perflint.model.crossfile import FileResult, Reach
-from perflint.model.project import FileFacts, Project, Scan
+from perflint.model.project import FileFacts, Project, Scan, declares_distribution
 from perflint.rule import SYNTAX_ERROR, Finding
 from perflint.source import code_text, lint
 
@@ -61,7 +61,8 @@ def lint_paths(paths: list[str], config: Config, jobs: int = 0, use_cache: bool 
         run.digests[file.shown] = digest(data)
         read_files.append((file, data, text))
     # Facts from the whole run (is it PyTorch code, does the project use a device): a cheap text scan.
-    project = Project({file.name: Scan(file.name, text) for file, _, text in read_files})
+    project = Project({file.name: Scan(file.name, text) for file, _, text in read_files},
+                      installable=declares_distribution(config.root))
     cache = Cache(config.root / ".perflint_cache", config.enabled_codes()) if use_cache else None
     todo: list[tuple[SourceFile, bytes, FileFacts]] = []
     keys: list[str] = []

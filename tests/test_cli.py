@@ -208,6 +208,17 @@ def test_config_from_pyproject(project, capsys):
     assert "a.py:7:18: PFL101" in out and "PFL109" not in out
 
 
+def test_the_code_snapshots_in_a_training_run_s_output_folders_are_not_linted(project, capsys):
+    """PointNet++ saves a copy of its model files in log/ at every run: no program imports those copies."""
+    write(project / "train.py", SYNC_LOOP)
+    for folder in ("log/cls_msg", "logs", "runs/exp1", "outputs/2024-01-01", "lightning_logs/version_0", "mlruns"):
+        write(project / folder / "model.py", SYNC_LOOP)
+    _, out, _ = run(capsys, "--no-cache", "-q")
+    assert {line.split(":")[0] for line in out.splitlines()} == {"train.py"}
+    _, out, _ = run(capsys, "--no-cache", "-q", "log/cls_msg/model.py")  # named explicitly: linted
+    assert out.startswith("log/cls_msg/model.py:")
+
+
 def test_config_select_and_exclude(project, capsys):
     write(project / "pyproject.toml", '[tool.perflint]\nselect = ["PFL109"]\nexclude = ["skip_me.py"]\n')
     write(project / "a.py", SYNC_LOOP + "\nfor t in loader:\n    torch.cuda.synchronize()\n")

@@ -20,10 +20,11 @@ DEFAULT = Linter(r for r in all_rules().values() if r.default)
 ALL = Linter(all_rules().values())  # for the rules off by default, which `--select` still runs
 
 
-def run(files: dict[str, str], linter: Linter = DEFAULT) -> list:
-    """Findings of a run over these files (path -> source), as the runner judges them (in one process)."""
+def run(files: dict[str, str], linter: Linter = DEFAULT, installable: bool = True) -> list:
+    """Findings of a run over these files (path -> source), as the runner judges them (in one process);
+    `installable`: the project declares a distribution (model/project.py, `declares_distribution`)."""
     texts = {path: textwrap.dedent(src) for path, src in files.items()}
-    project = Project({path: Scan(path, text) for path, text in texts.items()})
+    project = Project({path: Scan(path, text) for path, text in texts.items()}, installable)
     results = {path: linter.lint_file(text, path, project.facts(path)) for path, text in texts.items()}
     reach = Reach(project, {path: r.calls for path, r in results.items()}, texts.__getitem__)
     found = [f for path, r in results.items() for f in reach.judged(path, r)]
@@ -1984,3 +1985,52 @@ def test_a_table_of_constants_made_every_step_is_told_to_be_made_once():
     """
     messages = [f.message for f in run({"train.py": src}) if f.code == "PFL201"]
     assert len(messages) == 1 and "make the tensor once" in messages[0] and "torch.full" not in messages[0]
+
+
+# ---- blind review 19 (yolov7, PointNet++, BLIP, mamba) ---------------------------------------------------
+
+def test_a_class_no_file_uses_in_a_package_of_a_repository_of_scripts_runs_nothing():
+    """yolov7's utils/loss.py keeps autograd Functions (RankSort, APLoss) that no file names; utils/ is a
+    package, but the repository installs nothing, so only its own scripts could import them. A project
+    that declares a distribution keeps such classes: its users may import them."""
+    loss = """
+        import torch
+        from torch import nn
+
+        class RankSort(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, logits, targets):
+                ranking_error = torch.zeros(logits.shape[0]).cuda()
+                return ranking_error
+
+        class ComputeLoss:
+            def __call__(self, p, targets):
+                scale = torch.tensor([0.5, 1.0, 2.0]).cuda()
+                return (p * scale).sum()
+    """
+    train = """
+        import torch
+        from utils.loss import ComputeLoss
+        model = Net().cuda()
+        criterion = ComputeLoss()
+        for imgs, targets in loader:
+            loss = criterion(model(imgs.cuda(non_blocking=True)), targets)
+            loss.backward()
+    """
+    files = {"utils/__init__.py": "", "utils/loss.py": loss, "train.py": train}
+    assert [line for line, code in codes(files, "utils/loss.py") if code == "PFL201"] == [8, 13]
+    scripts = [(f.line, f.code) for f in run(files, installable=False) if f.path == "utils/loss.py"]
+    assert [line for line, code in scripts if code == "PFL201"] == [13]
+
+
+def test_a_project_is_installable_when_it_declares_a_distribution(tmp_path):
+    from perflint.model.project import declares_distribution
+
+    assert not declares_distribution(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.black]\nline-length = 100\n")
+    assert not declares_distribution(tmp_path)  # tool settings only: nothing to install
+    (tmp_path / "pyproject.toml").write_text("[build-system]\nrequires = ['setuptools']\n")
+    assert declares_distribution(tmp_path)
+    (tmp_path / "pyproject.toml").unlink()
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    assert declares_distribution(tmp_path)

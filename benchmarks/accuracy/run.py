@@ -49,11 +49,17 @@ def corpus() -> list[dict]:
     return tomllib.loads((HERE / "corpus.toml").read_text())["repo"]
 
 
+PACKAGING = ("pyproject.toml", "setup.cfg")  # top level only: whether the project is installable
+EXTRACTED = "py+packaging"  # what an extraction holds: a .corpus folder extracted for less is redone
+
+
 def extract(repo: dict, mirror: Path) -> Path:
-    """The repository's .py files at its pinned commit, in .corpus/ (extracted once)."""
+    """The repository's .py files at its pinned commit, with the top-level files that say whether it is
+    installable (pyproject.toml, setup.cfg), in .corpus/ (extracted once per EXTRACTED)."""
     slug = repo["name"].replace("/", "+")
     out = ROOT / ".corpus" / f"{slug}@{repo['commit'][:12]}"
-    if (out / ".complete").exists():
+    marker = out / ".complete"
+    if marker.exists() and marker.read_text() == f"{repo['commit']} {EXTRACTED}":
         return out
     candidates = (mirror / slug / "repo" / ".git", mirror / slug / "repo", mirror / slug / ".git", mirror / slug)
     git_dir = next((p for p in candidates if p.exists()), None)
@@ -62,7 +68,7 @@ def extract(repo: dict, mirror: Path) -> Path:
     git = ["git", f"--git-dir={git_dir}"]
     names = subprocess.run([*git, "ls-tree", "-r", "--name-only", repo["commit"]], check=True,
                            capture_output=True, text=True).stdout.splitlines()
-    names = [n for n in names if n.endswith(".py")]
+    names = [n for n in names if n.endswith(".py") or n in PACKAGING]
     batch = subprocess.run([*git, "cat-file", "--batch"], check=True, capture_output=True,
                            input="".join(f"{repo['commit']}:{n}\n" for n in names).encode()).stdout
     pos = 0
@@ -78,7 +84,7 @@ def extract(repo: dict, mirror: Path) -> Path:
         target = out / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    (out / ".complete").write_text(repo["commit"])
+    marker.write_text(f"{repo['commit']} {EXTRACTED}")
     return out
 
 

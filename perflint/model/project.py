@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from perflint.model import torchapi as api
 
@@ -108,6 +108,18 @@ class FileFacts:
                          compiled_by_default=scan.compiled_by_default(scan.true_defaults),
                          options=_read_options(scan, {}), read_backs=scan.read_backs,
                          default_device=scan.default_device, custom_to=scan.custom_to)
+
+
+def declares_distribution(root: Path) -> bool:
+    """Whether the project at `root` can be installed (setup.py, setup.cfg, or a pyproject.toml with a
+    [project], [build-system] or [tool.poetry] table): then code outside it may import its packages."""
+    if (root / "setup.py").is_file() or (root / "setup.cfg").is_file():
+        return True
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(table in text for table in ("[project]", "[build-system]", "[tool.poetry]"))
 
 
 def is_test_path(path: str) -> bool:
@@ -361,8 +373,11 @@ _LIBRARY = "<a library function>"
 class Project:
     """The files of one run, their local imports resolved, and the facts each is linted with."""
 
-    def __init__(self, scans: dict[str, Scan]) -> None:
+    def __init__(self, scans: dict[str, Scan], installable: bool = True) -> None:
+        """`installable`: the project declares a distribution (`declares_distribution`), so users may import
+        its packages from code outside the run; False when only the run's own files can."""
         self.scans = scans  # key: path relative to the project root, with forward slashes
+        self.installable = installable
         self._by_name: dict[str, list[str]] = {}
         packages = {PurePosixPath(path).parent.as_posix() for path in scans
                     if PurePosixPath(path).name == "__init__.py"}
@@ -506,13 +521,14 @@ class Project:
     def _find_unused_classes(self, importers: dict[str, set[str]], wholesale: set[str]) -> dict[str, frozenset[str]]:
         """Per file, the classes it alone writes that no file of the run names in an import, in a file that
         some file of the run imports by name and never wholesale (`import utils` could reach `utils.X`),
-        outside a package (whose modules users may import from elsewhere)."""
+        outside a package of an installable project (whose modules users may import from elsewhere): the
+        packages of a repository of scripts (yolov7's utils/) have no users but its own files."""
         named = {n for s in self.scans.values() for _, _, names in s.imports for n in names}
         packages = {PurePosixPath(p).parent for p in self.scans if PurePosixPath(p).name == "__init__.py"}
         out = {}
         for path, scan in self.scans.items():
             if scan.lone_classes and path in importers and path not in wholesale and not is_test_path(path) \
-                    and PurePosixPath(path).parent not in packages:
+                    and not (self.installable and PurePosixPath(path).parent in packages):
                 lone = scan.lone_classes - named
                 if lone:
                     out[path] = lone
