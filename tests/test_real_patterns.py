@@ -2034,3 +2034,29 @@ def test_a_project_is_installable_when_it_declares_a_distribution(tmp_path):
     (tmp_path / "pyproject.toml").unlink()
     (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup()\n")
     assert declares_distribution(tmp_path)
+
+
+def test_the_names_a_module_gives_its_children_are_strings_not_tensors():
+    """DeepLabV3+'s IntermediateLayerGetter tests `name.startswith('transition')` for each of
+    `self.named_children()`: nn.Module's own API, not a submodule's output, so no tensor is read."""
+    src = """
+        import torch
+        from torch import nn
+
+        class Getter(nn.ModuleDict):
+            def forward(self, x):
+                for name, module in self.named_children():
+                    if self.hrnet_flag and name.startswith("transition"):
+                        x = [module(x)]
+                    else:
+                        x = module(x)
+                for p in self.parameters():
+                    if p.grad.sum() > 0:
+                        x = x + 1
+                return x
+
+        model = Getter(layers).cuda()
+        for x, y in loader:
+            model(x.cuda(non_blocking=True)).sum().backward()
+    """
+    assert [(line, code) for line, code in codes({"getter.py": src}) if code == "PFL105"] == [(13, "PFL105")]

@@ -876,6 +876,8 @@ class Values:
                 return self.module_output(call, own)
             if own.kind is None and isinstance(func.value, cst.Name) and func.value.value == "self" \
                     and self.in_module_class(call):
+                if method in api.MODULE_API_METHODS:  # `self.named_children()`: the module's own API
+                    return self.module_method(call, Value(MODULE), method)
                 return self.module_output(call, Value(MODULE))  # a submodule built where this file cannot see
             if own.kind == LOADER:
                 return own
