@@ -2060,3 +2060,22 @@ def test_the_names_a_module_gives_its_children_are_strings_not_tensors():
             model(x.cuda(non_blocking=True)).sum().backward()
     """
     assert [(line, code) for line, code in codes({"getter.py": src}) if code == "PFL105"] == [(13, "PFL105")]
+
+
+def test_a_batch_converted_on_the_host_before_its_copy_is_told_where_pinning_is_lost():
+    """PointNet++ moves `label.long().cuda()`: when `.long()` changes the dtype it makes a new tensor outside
+    pinned memory, so `non_blocking=True` alone would not make that copy asynchronous."""
+    src = """
+        import torch
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, batch_size=16, pin_memory=True, num_workers=4)
+        model = Net().cuda()
+        for points, label in loader:
+            points, label = points.cuda(), label.long().cuda()
+            model(points, label).backward()
+    """
+    found = {(f.line, f.col): f for f in run({"train_partseg.py": src}) if f.code == "PFL203"}
+    plain, converted = (found[k] for k in sorted(found))
+    assert "dtype" not in plain.message
+    assert "convert after the copy (`label.cuda(non_blocking=True).long()`)" in converted.message
+    assert "have the dataset return this dtype" in converted.message

@@ -52,6 +52,10 @@ synchronous). The fix adds `non_blocking=True`, which is safe for host-to-device
 run on the same stream; the loader does not reuse the batch's memory while the copy runs); it is not
 offered when the project defines its own `.to()` (detr's `NestedTensor.to(device)`), which might not
 accept the keyword, nor on calls spread over several lines. Quiet in compiled code and in test files.
+A batch converted on the host before the copy (`label.long().cuda()`, blind review 19) keeps pinned memory
+only where the conversion is a no-op; the message then also says to have the dataset return that dtype
+or to convert after the copy (`label.cuda(non_blocking=True).long()`); the fix still only adds the keyword,
+since converting after the copy moves more bytes when the conversion narrows (float64 to float32).
 """
 
     def finish(self, model: FileModel) -> None:
@@ -69,11 +73,30 @@ accept the keyword, nor on calls spread over several lines. Quiet in compiled co
             pinned = _pins_memory(model, values, v.loader)
             advice = "the loader pins memory: pass `non_blocking=True`" if pinned else \
                 "pin the loader's memory (`pin_memory=True`) and pass `non_blocking=True`"
+            conversion = _conversion(call.func.value)
+            if conversion is not None:  # `label.long().cuda()`: pinning holds only if `.long()` is a no-op
+                after = cst.Call(cst.Attribute(with_keyword(call.with_changes(func=call.func.with_changes(
+                    value=conversion.func.value)), "non_blocking", cst.Name("True")), conversion.func.attr))
+                to = conversion.func.attr.value
+                advice += (f"; and have the dataset return this dtype, or convert after the copy "
+                           f"(`{model.module.code_for_node(after)}`): a `.{to}()` on the host that changes the "
+                           f"dtype makes a new tensor outside pinned memory, and the copy from it stays synchronous")
             replacement = None
             if one_line(call) and not model.facts.custom_to:
                 replacement = with_keyword(call, "non_blocking", cst.Name("True"))
             self.report(model, call, self.message.format(method=call.func.attr.value, advice=advice),
                         replacement=replacement, evidence=(*v.why[:2], *step.why[:2]))
+
+
+_CONVERSIONS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "short", "char", "byte", "bool"})
+
+
+def _conversion(node: cst.BaseExpression) -> cst.Call | None:
+    """`label.long()`: a dtype conversion, without arguments, of what is then moved."""
+    if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) \
+            and node.func.attr.value in _CONVERSIONS:
+        return node
+    return None
 
 
 def _pins_memory(model: FileModel, values: Values, loader: cst.CSTNode) -> bool:
