@@ -2079,3 +2079,28 @@ def test_a_batch_converted_on_the_host_before_its_copy_is_told_where_pinning_is_
     assert "dtype" not in plain.message
     assert "convert after the copy (`label.cuda(non_blocking=True).long()`)" in converted.message
     assert "have the dataset return this dtype" in converted.message
+
+
+# ---- blind review 20 (faster-rcnn.pytorch, nanotron, fastMRI, stable-diffusion) -------------------------
+
+def test_type_as_puts_a_tensor_wherever_the_other_one_lives():
+    """faster-rcnn samples RoIs with `torch.from_numpy(...).type_as(gt_boxes)`: the indices go where
+    `gt_boxes` lives (the GPU in training), so indexing with them copies nothing from the host."""
+    src = """
+        import numpy as np
+        import torch
+        from torch import nn
+
+        class Sampler(nn.Module):
+            def forward(self, fg_inds, gt_boxes, n, host_boxes):
+                rand_num = torch.from_numpy(np.random.permutation(n)).type_as(gt_boxes).long()
+                on_host = torch.from_numpy(np.random.permutation(n)).type_as(torch.zeros(1)).long()
+                fg = fg_inds[rand_num[:8]]
+                return fg + fg_inds[on_host[:8]]
+
+        model = Net().cuda()
+        sampler = Sampler()
+        for x, y in loader:
+            sampler(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True), 8, None).sum().backward()
+    """
+    assert [(line, code) for line, code in codes({"sampler.py": src}) if code == "PFL206"] == [(11, "PFL206")]

@@ -1012,6 +1012,9 @@ class Values:
             other = self.value(call.args[0].value)
             if other.kind in (TENSOR, None) and other.device == ON_DEVICE:
                 return Value(TENSOR, ON_DEVICE, _why(("moved by `{}`", call), other.why))
+            if tensor.device == ON_HOST and (other.kind is None or other.kind == TENSOR and other.device is None):
+                return Value(TENSOR, None, origin=call)  # a host tensor goes wherever `x` lives (faster-rcnn's
+                # `from_numpy(...).type_as(gt_boxes)`); one already on the device stays there
         return replace(tensor, items=None, element=None)
 
     def device_of(self, expr: cst.CSTNode) -> tuple[str | None, tuple]:
