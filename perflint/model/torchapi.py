@@ -74,6 +74,8 @@ TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
 MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16",
                                  "requires_grad_", "share_memory", "to_empty", "apply", "xpu", "mps",
                                  "to_memory_format"})
+# Tensor methods that convert the dtype (`x.long()`): no kernel when the tensor already has it.
+CAST_METHODS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "short", "char", "byte", "bool"})
 # nn.Module's own API besides those: called on `self` in a module they never run a submodule.
 MODULE_API_METHODS = MODULE_SELF_METHODS | frozenset({
     "parameters", "buffers", "named_parameters", "named_buffers", "modules", "children", "named_modules",

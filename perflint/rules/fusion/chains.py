@@ -21,7 +21,7 @@ from perflint.tree import find_all
 
 _OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power, cst.FloorDivide, cst.Modulo)
 _COMPARE = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
-_CASTS = {"float", "half", "bfloat16", "double", "long", "int", "bool", "type_as"}
+_CASTS = api.CAST_METHODS | {"type_as"}
 _REDUCTIONS = {"mean", "sum", "std", "var", "norm", "max", "min", "amax", "amin", "prod", "item", "logsumexp",
                "all", "any", "argmax", "argmin", "count_nonzero", "median"}
 _NAMESPACES = ("torch", "torch.nn.functional", "torch.special")

@@ -1,6 +1,7 @@
 import libcst as cst
 
 from perflint.edits import with_keyword
+from perflint.model import torchapi as api
 from perflint.model.names import is_false, keyword, one_line
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
@@ -88,13 +89,10 @@ since converting after the copy moves more bytes when the conversion narrows (fl
                         replacement=replacement, evidence=(*v.why[:2], *step.why[:2]))
 
 
-_CONVERSIONS = frozenset({"float", "double", "half", "bfloat16", "long", "int", "short", "char", "byte", "bool"})
-
-
 def _conversion(node: cst.BaseExpression) -> cst.Call | None:
     """`label.long()`: a dtype conversion, without arguments, of what is then moved."""
     if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) \
-            and node.func.attr.value in _CONVERSIONS:
+            and node.func.attr.value in api.CAST_METHODS:
         return node
     return None
 
