@@ -81,7 +81,7 @@ MODULE_API_METHODS = MODULE_SELF_METHODS | frozenset({
     "parameters", "buffers", "named_parameters", "named_buffers", "modules", "children", "named_modules",
     "named_children", "state_dict", "load_state_dict", "zero_grad", "register_buffer", "register_parameter",
     "register_module", "add_module", "register_forward_hook", "register_forward_pre_hook",
-    "register_full_backward_hook", "get_submodule", "get_parameter", "get_buffer", "extra_repr", "type"})
+    "register_full_backward_hook", "get_submodule", "extra_repr"})
 # Methods that run a model the way calling it does (a forward pass, or one step of generation or acting).
 FORWARD_METHODS = frozenset({"forward", "generate", "sample", "predict", "get_action", "get_value",
                              "get_action_and_value", "encode", "decode", "loss", "compute_loss",

@@ -966,9 +966,7 @@ class Values:
                          else Value(OTHER, items=(OTHER_VALUE, tensor)))
         if method in ("modules", "children"):
             return Value(OTHER, element=module)
-        if method in ("state_dict", "load_state_dict", "zero_grad", "register_buffer", "register_forward_hook",
-                      "named_modules", "named_children", "add_module", "register_parameter", "extra_repr",
-                      "get_submodule", "__init__"):
+        if method in api.MODULE_API_METHODS or method == "__init__":  # state_dict, named_children, hooks
             return OTHER_VALUE
         if method in api.FORWARD_METHODS:
             return self.module_output(call, module)
