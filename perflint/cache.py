@@ -30,7 +30,7 @@ def digest(data: bytes) -> str:
 
 def _encode(f: Finding) -> list:
     return [f.line, f.col, f.end_line, f.end_col, f.code, f.name, f.message, f.severity,
-            asdict(f.fix) if f.fix else None, list(f.evidence), list(f.requires), f.cell]
+            asdict(f.fix) if f.fix else None, list(f.evidence), list(f.requires), f.cell, f.assumed]
 
 
 def _int(value) -> int:
@@ -53,32 +53,33 @@ def _position(value) -> tuple[int, int]:
 
 def _decode(path: str, row) -> Finding:
     """A finding from a cache row; ValueError (or a KeyError/TypeError inside a fix) when it is not one."""
-    if not isinstance(row, list) or len(row) != 12:
+    if not isinstance(row, list) or len(row) != 13:
         raise ValueError(row)
-    line, col, end_line, end_col, code, name, message, severity, fix, evidence, requires, cell = row
+    line, col, end_line, end_col, code, name, message, severity, fix, evidence, requires, cell, assumed = row
     if fix is not None:
         fix = Fix(_str(fix["applicability"]), _str(fix["message"]),
                   tuple(Edit(_str(e["content"]), _position(e["start"]), _position(e["end"])) for e in fix["edits"]))
-    if not isinstance(evidence, list) or not isinstance(requires, list):
+    if not isinstance(evidence, list) or not isinstance(requires, list) or type(assumed) is not bool:
         raise ValueError(row)
     return Finding(path, _int(line), _int(col), _int(end_line), _int(end_col), _str(code), _str(name),
                    _str(message), _str(severity), fix, tuple(map(_str, evidence)), tuple(map(_str, requires)),
-                   None if cell is None else _int(cell))
+                   None if cell is None else _int(cell), assumed)
 
 
 def _encode_call(c: CallOut) -> list:
-    return [c.level, c.module, c.name, list(c.member), list(c.requires), list(c.where)]
+    return [c.level, c.module, c.name, list(c.member), list(c.requires), list(c.where), c.assumed]
 
 
 def _decode_call(row) -> CallOut:
-    if not isinstance(row, list) or len(row) != 6:
+    if not isinstance(row, list) or len(row) != 7:
         raise ValueError(row)
-    level, module, name, member, requires, where = row
+    level, module, name, member, requires, where, assumed = row
     if not isinstance(member, list) or not isinstance(requires, list) or not isinstance(where, list) \
-            or len(where) != 4:
+            or len(where) != 4 or type(assumed) is not bool:
         raise ValueError(row)
     return CallOut(_int(level), _str(module), None if name is None else _str(name), tuple(map(_str, member)),
-                   tuple(map(_str, requires)), (_str(where[0]), _str(where[1]), _int(where[2]), _int(where[3])))
+                   tuple(map(_str, requires)), (_str(where[0]), _str(where[1]), _int(where[2]), _int(where[3])),
+                   assumed)
 
 
 def _linter_stamp() -> list:

@@ -33,7 +33,7 @@ DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__py
                    ".pytest_cache", ".ruff_cache", "__pypackages__", ".ipynb_checkpoints",
                    "log", "logs", "runs", "outputs", "lightning_logs", "mlruns")
 _KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "max-file-size",
-         "file-timeout", "lint-tests"}
+         "file-timeout", "lint-tests", "assume-forward-per-step"}
 # Files bigger than this are skipped with a notice: libcst needs about 4.5 s and 400 MiB per MiB of
 # hand-written code and up to 11 s and 1.4 GiB per MiB of generated tables (README, "Limits").
 DEFAULT_MAX_FILE_SIZE = 1024 * 1024
@@ -56,6 +56,9 @@ class Config:
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes of code; 0: no limit
     file_timeout: float = DEFAULT_FILE_TIMEOUT  # seconds per file; 0: no limit
     lint_tests: bool = False  # judge test files (tests/, test_*.py, ...) like training code (Rule.in_tests)
+    # Count every module's `forward` as run every step, also where no loop the linter sees runs it (a library
+    # of modules whose training loops live elsewhere): the findings marked `Finding.assumed`.
+    assume_forward_per_step: bool = False
     source: Path | None = None  # the file the settings came from
 
     def enabled_codes(self) -> list[str]:
@@ -191,10 +194,11 @@ def load(path: Path | None = None, start: Path | None = None) -> Config:
         if type(value) not in (int, float) or value < 0:
             raise ConfigError(f"file-timeout must be a number of seconds (0: no limit), not {value!r}")
         config.file_timeout = float(value)
-    if "lint-tests" in table:
-        if type(table["lint-tests"]) is not bool:
-            raise ConfigError(f"lint-tests must be true or false, not {table['lint-tests']!r}")
-        config.lint_tests = table["lint-tests"]
+    for key in ("lint-tests", "assume-forward-per-step"):
+        if key in table:
+            if type(table[key]) is not bool:
+                raise ConfigError(f"{key} must be true or false, not {table[key]!r}")
+            setattr(config, key.replace("-", "_"), table[key])
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
         raise ConfigError(f"{path}: per-file-ignores must be a table of glob = [codes]")

@@ -14,6 +14,7 @@ import ast
 import re
 import sys
 import warnings
+from dataclasses import replace
 from typing import Callable, Iterable
 
 import libcst as cst
@@ -91,9 +92,11 @@ class Linter:
                                                   "cannot analyse: the code is nested too deeply")])
         result = FileResult([self._tool_finding(RULE_CRASHED, path, 1, 1, f"{rule.code} ({rule.name}) raised {error}")
                              for rule, error in broken.items()])
-        pending = [p for p in model.findings if p.rule not in broken and (calls or not p.requires)]
+        pending = [p for p in model.findings if p.rule not in broken and (calls or not p.requires or p.assumed)]
         if pending:
             for f in self._place(model, pending, text, path):
+                if f.requires and not calls:  # alone, an assumed finding stays assumed
+                    f = replace(f, requires=())
                 (result.conditional if f.requires else result.findings).append(f)
         result.calls = out
         return result
@@ -148,7 +151,7 @@ class Linter:
             evidence = tuple(_evidence(module, ranges, text, node) for text, node in p.evidence
                              if node is None or node in ranges)
             out.append(Finding(path, line, col + 1, end_line, end_col + 1, p.rule.code, p.rule.name,
-                               p.message, p.rule.severity, fix, evidence, p.requires))
+                               p.message, p.rule.severity, fix, evidence, p.requires, assumed=p.assumed))
         return out
 
 

@@ -44,5 +44,5 @@ class Plugin:
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         for f in self.linter().lint_source("".join(self.lines), self.filename):
-            if f.code != SYNTAX_ERROR.code:
+            if f.code != SYNTAX_ERROR.code and not f.assumed:  # perflint's default (`assume-forward-per-step`)
                 yield f.line, f.col - 1, f"{f.code} {f.message}", type(self)

@@ -54,9 +54,13 @@ class Finding:
     fix: Fix | None = None
     evidence: tuple[str, ...] = ()  # why the rule thinks so: where the value came from, why it runs every step
     # Functions of this file (qualified names) of which one must run every step for the finding to hold:
-    # their callers are in other files. The runner keeps the finding if one is (model/crossfile.py).
+    # their callers are in other files. The runner keeps the finding if one is (model/crossfile.py). For an
+    # `assumed` finding: the forwards whose run by another file's loop would make it hold without assuming.
     requires: tuple[str, ...] = ()
     cell: int | None = None  # in a notebook: the cell (from 1) that `line` counts in
+    # It holds only if a module's `forward` runs every step (no loop the linter sees runs it: Step.assumed).
+    # A run shows it only with `assume-forward-per-step = true` (for libraries of modules).
+    assumed: bool = False
 
     @property
     def url(self) -> str:
@@ -82,6 +86,7 @@ class Pending:
     evidence: tuple = ()  # (text, node) pairs: "{}" in the text becomes the node's code, and its line is added
     end_node: cst.CSTNode | None = None  # where the finding's range ends, when it spans several statements
     requires: tuple[str, ...] = ()  # see Finding.requires
+    assumed: bool = False  # see Finding.assumed
 
 
 class Rule:
@@ -114,10 +119,11 @@ class Rule:
         """Record a finding at `node` (its range ending at `end_node`, if given); with `replacement`, a fix
         that puts it in place of `fix_node`; `evidence`: (text, node) pairs saying why (see `Pending`). With
         a `step` that is not hot here but may be from another file (`Step.unless`), the finding holds only
-        if it is."""
-        requires = tuple(f.qualname for f in step.unless) if step is not None and not step.hot else ()
+        if it is; with a step hot only as a module's forward (`Step.assumed`), the finding is marked so."""
+        assumed = step is not None and step.hot and step.assumed
+        requires = tuple(f.qualname for f in step.unless) if step is not None and (assumed or not step.hot) else ()
         model.findings.append(Pending(self, node, message or self.message or self.summary, replacement, fix_node,
-                                      tuple(evidence), end_node, requires))
+                                      tuple(evidence), end_node, requires, assumed))
 
     @classmethod
     def family(cls) -> str:

@@ -27,10 +27,13 @@ class Run:
     facts: dict[str, FileFacts] = field(default_factory=dict)  # shown name -> what the run knew of it
     skipped: int = 0  # files left out with a notice (over max-file-size)
     reach: Reach | None = None  # the functions other files call every step (for --fix's second look)
+    assume_forward: bool = False  # `assume-forward-per-step`: keep the findings marked `assumed`
 
     def judged(self, file: SourceFile, result: FileResult) -> list[Finding]:
-        """A file's findings, with those that hold because another file calls it every step."""
-        return self.reach.judged(file.name, result) if self.reach is not None else result.findings
+        """A file's findings, with those that hold because another file calls it every step; those that rest
+        only on a module's forward running every step (`Finding.assumed`) only when the settings say so."""
+        found = self.reach.judged(file.name, result) if self.reach is not None else result.findings
+        return found if self.assume_forward else [f for f in found if not f.assumed]
 
 
 def _lint_one(item: tuple[SourceFile, bytes, FileFacts]) -> FileResult:
@@ -41,7 +44,7 @@ def lint_paths(paths: list[str], config: Config, jobs: int = 0, use_cache: bool 
                notice: Callable[[str], None] = lambda message: None,
                progress: Callable[[int, int], None] | None = None) -> Run:
     """Findings for the files below `paths`, sorted by file, cell, line and column."""
-    run = Run()
+    run = Run(assume_forward=config.assume_forward_per_step)
     read_files: list[tuple[SourceFile, bytes, str]] = []  # file, content, its code as text
     for file in discover(paths, config, notice):
         try:

@@ -34,10 +34,13 @@ class CallOut:
     module: str
     name: str | None  # the imported name (None: `import module`)
     member: tuple[str, ...]  # attributes after it: ("generalized_box_iou",) of `box_ops`, ("Mixup", "__call__")
-    requires: tuple[str, ...]  # this file's functions of which one must run every step (empty: it does)
+    # This file's functions of which one must run every step (empty: it does); for an `assumed` call, those
+    # whose run by a loop would make it hot for certain.
+    requires: tuple[str, ...]
     # Where the call is, for the evidence: (enclosing function's qualified name or "", callee as written,
     # argument count, occurrence); `line_of` turns it into a line only for the calls a finding cites.
     where: tuple[str, str, int, int]
+    assumed: bool = False  # made every step only as part of a module's forward (see Step.assumed)
 
 
 @dataclass
@@ -66,15 +69,35 @@ def calls_out(model: FileModel) -> list[CallOut]:
     for call in model.calls:
         target = _target(model, values, call, imported, instances)
         if target is None:
+            built = _built_by_module(model, steps, values, call, imported)
+            if built is not None and built not in seen:
+                seen.add(built)
+                out.append(CallOut(*built[0], built[1], _where(model, call), built[2]))
             continue
         step = steps.at(call)
         if not step.hot and not step.unless:
             continue
-        requires = () if step.hot else tuple(f.qualname for f in step.unless)
-        if (target, requires) not in seen:
-            seen.add((target, requires))
-            out.append(CallOut(*target, requires, _where(model, call)))
+        assumed = step.hot and step.assumed  # made in a module's forward: hot for certain if a loop runs it
+        requires = tuple(f.qualname for f in step.unless) if assumed or not step.hot else ()
+        if (target, requires, assumed) not in seen:
+            seen.add((target, requires, assumed))
+            out.append(CallOut(*target, requires, _where(model, call), assumed))
     return out
+
+
+def _built_by_module(model: FileModel, steps: Steps, values: Values, call: cst.Call, imported: dict) -> tuple | None:
+    """`self.backbone = Backbone(...)` in a module class of this file, `Backbone` imported: its forward runs
+    when the builder's does. As a call out of `Backbone.forward`: ((level, module, name, member), requires,
+    assumed), hot for certain when a loop runs the builder, here or (`requires`) from another file."""
+    func = call.func
+    if not isinstance(func, cst.Name) or func.value not in imported or not (imported[func.value][2] or "")[:1].isupper():
+        return None
+    function = model.frame_of(call).function
+    cls = function.cls if function is not None else None
+    if cls is None or not values.is_module_class(cls):
+        return None
+    seen = steps.module_run(cls)
+    return (*imported[func.value], ("forward",)), tuple(f.qualname for f in seen.unless), not seen.hot
 
 
 def _where(model: FileModel, call: cst.Call) -> tuple[str, str, int, int]:
@@ -177,22 +200,33 @@ class Reach:
 
     def __init__(self, project, calls: dict[str, list[CallOut]], text_of, shown=lambda path: path) -> None:
         self.text_of, self.shown = text_of, shown
-        edges = []  # (caller path, requires, callee path, callee qualname, where)
+        edges = []  # (caller path, requires, callee path, callee qualname, where, assumed)
         for path, out in calls.items():
             for c in out:
                 target = project.function_file(path, c.level, c.module, c.name, c.member)
                 if target is not None and target[0] != path:
-                    edges.append((path, c.requires, target[0], target[1], c.where))
-        self.hot: dict[tuple[str, str], tuple[str, tuple]] = {}  # (path, qualname) -> (caller, where)
+                    edges.append((path, c.requires, target[0], target[1], c.where, c.assumed))
+        # (path, qualname) -> (caller, where, assumed): assumed when every path found to it runs through a
+        # module's forward (Step.assumed); a path from a loop the linter sees replaces one through a forward.
+        self.hot: dict[tuple[str, str], tuple[str, tuple, bool]] = {}
         changed = True
         while changed:
             changed = False
-            for caller, requires, callee, qualname, where in edges:
-                if (callee, qualname) not in self.hot \
-                        and (not requires or any((caller, r) in self.hot for r in requires)):
-                    self.hot[(callee, qualname)] = (caller, where)
-                    for inherited in _inherited(project, callee, qualname):  # `UniformSampler.sample` runs
-                        self.hot.setdefault((callee, inherited), (caller, where))  # `ScheduleSampler.sample`
+            for caller, requires, callee, qualname, where, assumed in edges:
+                if requires:  # hot if one of them is (or, for a call in a forward, assumed unless one is)
+                    reached = [self.hot[(caller, r)][2] for r in requires if (caller, r) in self.hot]
+                    if not reached and not assumed:
+                        continue
+                    assumed = all(reached) if reached else assumed
+                known = self.hot.get((callee, qualname))
+                if known is None or known[2] and not assumed:
+                    # `model(x)` runs `GPT.__call__`, which runs `GPT.forward`; `UniformSampler.sample` runs the
+                    # `ScheduleSampler.sample` it inherits
+                    also = [qualname[:-len("__call__")] + "forward"] if qualname.endswith(".__call__") else []
+                    for name in (qualname, *also, *_inherited(project, callee, qualname)):
+                        known = self.hot.get((callee, name))
+                        if known is None or known[2] and not assumed:
+                            self.hot[(callee, name)] = (caller, where, assumed)
                     changed = True
         self._why: dict[tuple[str, str], str] = {}
 
@@ -200,16 +234,23 @@ class Reach:
         """The file's findings, and those of its conditional findings whose function is reached."""
         out = list(result.findings)
         for f in result.conditional:
-            reached = next((r for r in f.requires if (path, r) in self.hot), None)
-            if reached is not None:
-                out.append(replace(f, requires=(), evidence=(*f.evidence, self._evidence(path, reached))))
+            reached = [(self.hot[(path, r)][2], r) for r in f.requires if (path, r) in self.hot]
+            if reached:
+                assumed, qualname = min(reached, key=lambda x: x[0])  # one that a seen loop reaches, if any
+                if f.assumed and assumed:
+                    out.append(replace(f, requires=()))  # assumed either way: its own evidence says why
+                else:
+                    out.append(replace(f, requires=(), evidence=(*f.evidence, self._evidence(path, qualname)),
+                                       assumed=assumed))
+            elif f.assumed:  # a module's forward that no loop is seen to run
+                out.append(replace(f, requires=()))
         return out
 
     def _evidence(self, path: str, qualname: str) -> str:
         key = (path, qualname)
         why = self._why.get(key)
         if why is None:
-            caller, where = self.hot[key]
+            caller, where, _ = self.hot[key]
             line = line_of(self.text_of(caller), where)
             why = self._why[key] = f"`{qualname}` runs every step: called from {self.shown(caller)}" \
                 + (f" (line {line})" if line else "")

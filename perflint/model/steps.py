@@ -23,7 +23,7 @@ import libcst as cst
 
 from perflint.model import torchapi as api
 from perflint.model.names import dotted, int_value, method_name, target_names
-from perflint.model.program import FileModel, Frame, FunctionInfo
+from perflint.model.program import ClassInfo, FileModel, Frame, FunctionInfo
 from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, Values, option_holder
 from perflint.tree import find_all
 
@@ -32,6 +32,7 @@ _FOLDED = {cst.Add: int.__add__, cst.Subtract: int.__sub__, cst.Multiply: int.__
            cst.FloorDivide: int.__floordiv__}
 _SMALL_RANGE = 16  # `for i in range(k)` with a literal k at most this is a few fixed iterations
 _STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "forward", "__call__"}
+_FORWARDS = {"forward", "__call__"}
 _LISTINGS = {"os.listdir", "os.scandir", "os.walk", "glob.glob", "glob.iglob"}
 _CACHING = {"lru_cache", "cache", "cached_property"}
 _WRAPPERS = {"enumerate", "tqdm", "iter", "zip", "trange", "track", "progress_bar", "reversed", "islice",
@@ -48,11 +49,16 @@ class Step:
     # Once per iteration of an outer loop (an epoch, an RL iteration of rollout and update): not every step,
     # but a loop of device ops there runs as many times as the steps do.
     outer: bool = False
+    # Hot only because a module's `forward` (or an optimizer's `step`) runs every step wherever the module is
+    # used, not because a loop the linter sees runs it: whether this module is trained, with this option, on
+    # tensors big enough to matter, the code does not say (findings resting on it are shown only with
+    # `assume-forward-per-step`; see Finding.assumed).
+    assumed: bool = False
 
     def both(self, other: "Step") -> "Step":
         """Where two things must both run every step (a tensor made here and moved there)."""
         if self.hot and other.hot:
-            return self
+            return self if self.assumed or not other.assumed else other
         if not (self.hot or self.unless) or not (other.hot or other.unless):
             return NOT_PER_STEP
         return Step(False, self.why or other.why, tuple(dict.fromkeys(self.unless + other.unless)))
@@ -76,6 +82,7 @@ class Steps:
         self.values = Values.of(model)
         self.loop_kinds: dict[Frame, LoopKind] = {}
         self.function_steps: dict[FunctionInfo, Step] = {}
+        self.module_steps: dict[ClassInfo, Step] = {}
         self._calls_in: dict[Frame, list[cst.Call]] | None = None
         self._step_work: dict[FunctionInfo, tuple | None] = {}
         self._has_step_loop: dict[FunctionInfo, tuple | None] = {}
@@ -229,7 +236,8 @@ class Steps:
         prediction helper), it is not a step."""
         context = self.in_frame(frame.parent) if frame.parent is not None else NOT_PER_STEP
         if context.hot or context.outer:
-            return Step(True, (*loop.why, *context.why[:1]))
+            return Step(True, (*loop.why, *context.why[:1]), context.unless if context.assumed else (),
+                        assumed=context.assumed)
         return Step(False, loop.why, context.unless)
 
     def function(self, info: FunctionInfo) -> Step:
@@ -254,28 +262,46 @@ class Steps:
             return Step(False, ((f"`{info.cls.name}` is a module built for ONNX export: traced once, not run",
                                  info.node.name),))
         if info.cls is not None and info.name in _STEP_HOOKS and self.values.is_module_class(info.cls):
-            return Step(True, ((f"runs every step: `{info.cls.name}.{info.name}`", info.node.name),))
+            if info.name not in _FORWARDS:  # Lightning's `training_step`: the module is the one trained
+                return Step(True, ((f"runs every step: `{info.cls.name}.{info.name}`", info.node.name),))
+            seen = self.module_run(info.cls)
+            if seen.hot:
+                return seen
+            # Every module's forward runs every step wherever the module is used, but no loop of this file runs
+            # this one: assumed, unless another file's loop runs it or a module built from it (`seen.unless`).
+            return Step(True, ((f"runs every step: `{info.cls.name}.{info.name}`", info.node.name),),
+                        seen.unless, assumed=True)
         if info.cls is not None and info.name == "step" and any(
                 b.rsplit(".", 1)[-1] == "Optimizer" for b in info.cls.bases):
-            return Step(True, ((f"runs every step: `{info.cls.name}.step`, an optimizer's", info.node.name),))
+            return Step(True, ((f"runs every step: `{info.cls.name}.step`, an optimizer's", info.node.name),),
+                        assumed=True)
         if info.is_lambda:
             return self.in_frame(info.frame.parent)
         callers, passed = self.values.callers().get(info, ()), self.values.passed().get(info, ())
         roots: list[FunctionInfo] = []
-        in_outer = None
+        in_outer = assumed = None  # a caller hot only because it is a module's forward: a seen loop wins
         for call in callers:
             outer = self.at(call)
             if outer.hot:
-                return Step(True, ((f"`{info.qualname}` is called every step by `{{}}`", call), *outer.why[:2]))
+                found = Step(True, ((f"`{info.qualname}` is called every step by `{{}}`", call), *outer.why[:2]),
+                             outer.unless if outer.assumed else (), assumed=outer.assumed)
+                if not outer.assumed:
+                    return found
+                assumed = assumed or found
             roots += outer.unless
             if outer.outer and in_outer is None:
                 in_outer = Step(False, ((f"`{info.qualname}` is called by `{{}}`", call), *outer.why[:1]), outer=True)
         for ref in passed:
             outer = self.at(ref)
             if outer.hot:
-                return Step(True, ((f"`{info.qualname}` is passed on at `{{}}`, in code that runs every step", ref),
-                                   *outer.why[:2]))
+                found = Step(True, ((f"`{info.qualname}` is passed on at `{{}}`, in code that runs every step", ref),
+                                    *outer.why[:2]), outer.unless if outer.assumed else (), assumed=outer.assumed)
+                if not outer.assumed:
+                    return found
+                assumed = assumed or found
             roots += outer.unless
+        if assumed is not None:
+            return assumed
         if not callers and not passed:
             step = next((c for c in info.calls if self.model.sites[c][0].loop is None and self._trains(c)), None)
             if step is not None:  # `def train_step(batch): ... loss.backward(); opt.step()`: it is the step
@@ -285,6 +311,62 @@ class Steps:
         if in_outer is not None:
             return Step(False, in_outer.why, tuple(dict.fromkeys(roots)), outer=True)
         return Step(False, unless=tuple(dict.fromkeys(roots))) if roots else NOT_PER_STEP
+
+    def module_run(self, cls: ClassInfo) -> Step:
+        """Whether a loop this file shows runs a module class: an instance of it is called on the per-step path
+        (`actor(obs)`, `actor = Actor(envs).to(device)`), or a module class that builds it (a submodule, `self.mlp
+        = MLP(...)`) is. Not hot: `unless` names the forwards of the class and of those that build it, which a
+        loop of another file may run (model/crossfile.py)."""
+        found = self.module_steps.get(cls)
+        if found is not None:
+            return found
+        self.module_steps[cls] = NOT_PER_STEP  # a cycle of classes building each other proves nothing
+        runs, builders = self._module_sites()
+        result = None
+        for call in runs.get(cls, ()):
+            outer = self.at(call)
+            if outer.hot and not outer.assumed:
+                result = Step(True, ((f"runs every step: `{{}}` runs `{cls.name}`", call), *outer.why[:1]))
+                break
+        unless = [cls.methods["forward"]] if "forward" in cls.methods else []
+        if result is None:
+            for builder, call in builders.get(cls, ()):
+                outer = self.module_run(builder)
+                if outer.hot:
+                    result = Step(True, ((f"runs every step: built by `{builder.name}` (`{{}}`)", call),
+                                         *outer.why[:1]))
+                    break
+                unless += outer.unless
+        found = self.module_steps[cls] = result or Step(False, unless=tuple(dict.fromkeys(unless)))
+        return found
+
+    def _module_sites(self) -> tuple[dict, dict]:
+        """Per module class of this file: the calls that run an instance of it, and (builder class, call) for
+        each construction of it inside another class of the file."""
+        found = self.model._memo.get("module-sites")
+        if found is None:
+            runs: dict[ClassInfo, list[cst.Call]] = {}
+            builders: dict[ClassInfo, list[tuple[ClassInfo, cst.Call]]] = {}
+            classes = self.model.classes
+            for call in self.model.calls:
+                func = call.func
+                if isinstance(func, cst.Name) and func.value in classes:  # `Block(config)` inside `GPT`
+                    frame = self.model.frame_of(call)
+                    builder = frame.function.cls if frame.function is not None else None
+                    if builder is not None and builder is not classes[func.value]:
+                        builders.setdefault(classes[func.value], []).append((builder, call))
+                    continue
+                target = func.value if isinstance(func, cst.Attribute) and func.attr.value in api.FORWARD_METHODS \
+                    else func
+                v = self.values.value(target)
+                origin = v.origin
+                while isinstance(origin, cst.Call) and isinstance(origin.func, cst.Attribute):
+                    origin = origin.func.value  # `Actor(envs).to(device)`
+                if v.kind == MODULE and isinstance(origin, cst.Call) and isinstance(origin.func, cst.Name) \
+                        and origin.func.value in classes:
+                    runs.setdefault(classes[origin.func.value], []).append(call)
+            found = self.model._memo["module-sites"] = (runs, builders)
+        return found
 
     def _foreach_fallback(self, info: FunctionInfo) -> bool:
         """`_single_tensor_adamw` beside `_multi_tensor_adamw`, in an optimizer whose `foreach` defaults to None

@@ -101,7 +101,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
                 continue  # built around a cuDNN RNN, which torch.compile leaves as one opaque call
             name = _bound_name(model, origin) or "model"
             self.report(model, origin, self.message.format(name=name),
-                        evidence=(("runs every step: `{}`", call), *step.why[:2]))
+                        evidence=(("runs every step: `{}`", call), *step.why[:2]), step=step)
 
     @staticmethod
     def _on_device(model: FileModel, values: Values, call: cst.Call) -> bool:

@@ -86,7 +86,7 @@ since converting after the copy moves more bytes when the conversion narrows (fl
             if one_line(call) and not model.facts.custom_to:
                 replacement = with_keyword(call, "non_blocking", cst.Name("True"))
             self.report(model, call, self.message.format(method=call.func.attr.value, advice=advice),
-                        replacement=replacement, evidence=(*v.why[:2], *step.why[:2]))
+                        replacement=replacement, evidence=(*v.why[:2], *step.why[:2]), step=step)
 
 
 def _conversion(node: cst.BaseExpression) -> cst.Call | None:
