@@ -2170,7 +2170,8 @@ def test_a_forward_no_loop_runs_is_assumed_and_left_out_of_a_default_run(tmp_pat
     assert json.loads(capsys.readouterr().out) == []
     (tmp_path / "pyproject.toml").write_text("[tool.perflint]\nassume-forward-per-step = true\n")
     assert main(["--output-format", "json", "--no-cache", "."]) == 1
-    assert [(x["code"], x["location"]["row"]) for x in json.loads(capsys.readouterr().out)] == [("PFL301", 7)]
+    assert [(x["code"], x["location"]["row"], x["assumed"]) for x in json.loads(capsys.readouterr().out)] \
+        == [("PFL301", 7, True)]
 
 
 def test_a_module_built_by_a_module_of_another_file_is_per_step_when_a_loop_runs_the_builder():
@@ -2216,3 +2217,104 @@ def test_assume_forward_per_step_must_be_a_boolean(tmp_path, monkeypatch, capsys
     monkeypatch.chdir(tmp_path)
     assert main(["."]) == 2
     assert "assume-forward-per-step must be true or false, not 'yes'" in capsys.readouterr().err
+
+
+# ---- the twenty-first blind review (pycls, PlaNet, lit-llama, yolov9, ...) -----------------------------
+
+def test_a_synchronize_that_closes_a_tic_toc_timer_is_timing_code():
+    src = """
+        import torch
+        def compute_time_train(model, loss_fun, inputs, labels, n):
+            fw_timer = Timer()
+            for cur_iter in range(n):
+                fw_timer.tic()
+                loss = loss_fun(model(inputs), labels)
+                torch.cuda.synchronize()
+                fw_timer.toc()
+                loss.backward()
+    """
+    assert "PFL109" not in [c for _, c in codes({"benchmark.py": src})]
+    assert (8, "PFL109") in codes({"benchmark.py": src.replace("fw_timer.tic()", "pass")
+                                   .replace("fw_timer.toc()", "pass").replace("fw_timer = Timer()", "")})
+
+
+def test_models_that_are_torchscript_modules_are_compiled():
+    files = {
+        "models.py": """
+            from torch import jit, nn
+            class TransitionModel(jit.ScriptModule):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+                @jit.script_method
+                def forward(self, x):
+                    return self.fc(x)
+        """,
+        "main.py": """
+            import torch
+            from models import TransitionModel
+            model = TransitionModel().to(torch.device("cuda"))
+            for x in loader:
+                model(x.cuda(non_blocking=True)).sum().backward()
+        """,
+    }
+    assert (4, "PFL401") not in codes(files, "main.py")
+    files["models.py"] = files["models.py"].replace("jit.ScriptModule", "nn.Module").replace("@jit.script_method", "")
+    assert (4, "PFL401") in codes(files, "main.py")
+
+
+def test_an_option_derived_from_a_declared_one_has_its_default():
+    # poolformer (and T2T-ViT): `--no-prefetcher` is off by default, so `args.prefetcher` is on and the
+    # `if not args.prefetcher:` copies never run.
+    src = """
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument('--no-prefetcher', action='store_true', default=False)
+
+        def train_one_epoch(args, model, loader, optimizer):
+            for input, target in loader:
+                if not args.prefetcher:
+                    input, target = input.cuda(), target.cuda()
+                model(input).sum().backward()
+
+        def main():
+            args = parser.parse_args()
+            args.prefetcher = not args.no_prefetcher
+    """
+    assert "PFL203" not in [c for _, c in codes({"train.py": src})]
+    assert (10, "PFL203") in codes({"train.py": src.replace("not args.no_prefetcher", "args.no_prefetcher")})
+
+
+def test_a_block_for_the_first_few_batches_is_not_per_step():
+    src = """
+        import torch
+        def val(model, loader, plots):
+            plot_semasks = []
+            for batch_i, (im, targets) in enumerate(loader):
+                out = model(im.cuda(non_blocking=True))
+                if plots and batch_i < 3:
+                    plot_semasks.append(out.clone().detach().cpu())
+    """
+    assert "PFL103" not in [c for _, c in codes({"val.py": src})]
+    assert (8, "PFL103") in codes({"val.py": src.replace("plots and batch_i < 3", "plots")})
+
+
+def test_a_loop_over_the_weights_the_command_line_names_is_cold():
+    # yolov9's export.py exports each weights file named on the command line once.
+    src = """
+        import torch
+        def run(weights, device):
+            model = load(weights)
+            im = torch.zeros(1, 3, 640, 640).to(device)
+            for _ in range(2):
+                y = model(im)
+            export(model, im)
+
+        def main(opt):
+            for opt.weights in (opt.weights if isinstance(opt.weights, list) else [opt.weights]):
+                run(**vars(opt))
+    """
+    assert "PFL201" not in [c for _, c in codes({"export.py": src})]
+    assert (5, "PFL201") in codes({"export.py": src.replace(
+        "(opt.weights if isinstance(opt.weights, list) else [opt.weights])", "loader")})

@@ -158,7 +158,8 @@ class ClassInfo:
 
 def _gate(test: cst.BaseExpression, counters: set[str] = frozenset()) -> bool:
     """`if step % log_every == 0:` (once every k iterations), `if i == 0:` or `if t == num_steps - 1:` (once,
-    for a loop counter `t`): a block whose cost is not paid on every iteration."""
+    for a loop counter `t`), `if batch_i < 3:` (the first few): a block whose cost is not paid on every
+    iteration."""
     stack = [test]
     while stack:
         node = stack.pop()
@@ -171,6 +172,11 @@ def _gate(test: cst.BaseExpression, counters: set[str] = frozenset()) -> bool:
                 return True
             if any(isinstance(side, cst.Name) and side.value in counters for side in sides):
                 return True
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 \
+                and isinstance(node.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual)) \
+                and isinstance(node.left, cst.Name) and node.left.value in counters \
+                and isinstance(node.comparisons[0].comparator, cst.Integer):
+            return True  # `if plots and batch_i < 3:`: the first few iterations
         if isinstance(node, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
             stack.extend(c for c in node.children if isinstance(c, cst.BaseExpression))
         elif isinstance(node, cst.ComparisonTarget):

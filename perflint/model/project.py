@@ -193,6 +193,8 @@ class Scan:
             entry = "__main__" in text
             for row, indent in calls:
                 self.compile_guards.append(_guard(lines, row, indent, entry))
+        if any(b == "ScriptModule" for bases in self.bases.values() for b in bases):
+            self.compile_guards.append((None, False))  # `class TransitionModel(jit.ScriptModule)`: TorchScript
         self.true_defaults = {n.replace("-", "_") for pattern in _TRUE_DEFAULTS for n in pattern.findall(text)} \
             if calls or "True" in text else set()
         self.options = _declared_options(text) if "add_argument(" in text or "_C." in text or any(

@@ -464,7 +464,13 @@ class Steps:
 
     def _command_line_list(self, node: cst.CSTNode, depth: int = 0) -> bool:
         """`args.input` (`nargs="+"`: the images to predict), or a name bound to it: the files or settings a
-        user names on the command line."""
+        user names on the command line (also `opt.weights if isinstance(opt.weights, list) else
+        [opt.weights]`)."""
+        if isinstance(node, cst.IfExp) and depth < 2:
+            return self._command_line_list(node.body, depth + 1) and self._command_line_list(node.orelse, depth + 1)
+        if isinstance(node, (cst.List, cst.Tuple)) and node.elements and depth < 2:
+            return all(isinstance(e, cst.Element) and self._command_line_list(e.value, depth + 1)
+                       for e in node.elements)
         if isinstance(node, cst.Name) and depth < 2:
             reaching = self.values.reaching_bindings(node) or []
             return len(reaching) == 1 and reaching[0].how == "assign" and not reaching[0].path \

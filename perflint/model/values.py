@@ -754,6 +754,17 @@ class Values:
         if found is None:
             found = self.model._memo["option-defaults"] = {
                 name: ast.literal_eval(text) for name, text in self.model.facts.options}
+            # An option this file derives once from declared ones: `args.prefetcher = not args.no_prefetcher`
+            derived: dict[str, list] = {}
+            for assign in self.model.nodes(cst.Assign):
+                for target in assign.targets:
+                    path = option_path(target.target) if isinstance(target.target, cst.Attribute) else None
+                    if path is not None and path not in found:
+                        derived.setdefault(path, []).append(assign.value)
+            for path, values in derived.items():
+                value = self.default_of(values[0]) if len(values) == 1 else _NO_DEFAULT
+                if value is not _NO_DEFAULT:
+                    found[path] = value
         return found
 
     def _passed_default(self, info: FunctionInfo, param: cst.Param, depth: int):

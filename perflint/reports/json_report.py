@@ -1,6 +1,7 @@
 """ruff's JSON schema (code, message, filename, location, end_location, fix, url, noqa_row), plus
-`name`, `severity` and `evidence` (why the rule thinks so, most telling first), so tools that read ruff's
-output can read ours."""
+`name`, `severity`, `evidence` (why the rule thinks so, most telling first) and `assumed` (it holds only
+if a module's forward that no seen loop runs does run every step: `assume-forward-per-step`), so tools
+that read ruff's output can read ours."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def as_dicts(findings) -> list[dict]:
         "end_location": {"row": f.end_line, "column": f.end_col},
         "fix": _fix(f),
         "evidence": list(getattr(f, "evidence", ())),
+        "assumed": getattr(f, "assumed", False),
         "url": f.url,
         "noqa_row": f.line,
     } for f in findings]

@@ -511,7 +511,7 @@ def _timing_or_retry(model: FileModel, steps: Steps, frame: Frame) -> bool:
         calls = list(calls) + frame.function.calls
     for call in calls:
         qual = model.qualname(call.func) or dotted(call.func) or ""
-        if qual in api.CLOCKS or qual.endswith(("Event", ".record", "elapsed_time")):
+        if qual in api.CLOCKS or qual.endswith(("Event", ".record", "elapsed_time", ".tic", ".toc", "Timer")):
             return True
     if loop is not None and isinstance(loop.node, (cst.For, cst.While)):
         body = getattr(loop.node.body, "body", ())
