@@ -92,3 +92,24 @@ def test_syntax_errors_are_flake8s_e999_not_pfl001(project):
     (project / "a.py").write_text(SYNC_LOOP)
     code, lines = flake8(project, "--select", "E999,PFL", "-j", "2", "bad.py", "a.py")
     assert sorted(c for _, _, c in codes(lines)) == ["E999", "PFL101"]
+
+
+def test_a_forward_no_loop_runs_is_left_out_as_perflint_leaves_it(project):
+    # A module's forward that no loop of the file runs is only assumed to run every step (Finding.assumed):
+    # perflint's default leaves such findings out, and so does the plugin.
+    module = textwrap.dedent("""\
+        import torch
+        from torch import nn
+        class Block(nn.Module):
+            def forward(self, x):
+                return torch.sigmoid(x) * x + 1.0
+    """)
+    (project / "model.py").write_text(module)
+    assert flake8(project, "model.py", config="extend-select = PFL301\n") == (0, [])
+    (project / "train.py").write_text(module + textwrap.dedent("""\
+        block = Block().cuda()
+        for x in loader:
+            block(x.cuda(non_blocking=True)).sum().backward()
+    """))
+    assert codes(flake8(project, "train.py", config="extend-select = PFL301\n")[1]) \
+        == [("5", "16", "PFL301"), ("6", "9", "PFL401")]
