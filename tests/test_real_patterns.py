@@ -2127,14 +2127,15 @@ def test_type_as_puts_a_tensor_wherever_the_other_one_lives():
 # built only under an option off by default, never built, or ran on tiny tensors. So a forward counts as per
 # step when a seen loop runs the module (or a module that builds it), and is otherwise only assumed to.
 
-CHAIN_MODULE = """
+BLOCK = """
     import torch
     from torch import nn
 
     class Block(nn.Module):
         def forward(self, x):
             return torch.sigmoid(x) * x + 1.0
-
+"""
+NET = """
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
@@ -2142,6 +2143,7 @@ CHAIN_MODULE = """
         def forward(self, x):
             return self.block(x)
 """
+CHAIN_MODULE = BLOCK + NET
 
 
 def test_a_forward_that_a_loop_of_the_file_runs_is_per_step_with_the_loop_as_evidence():
@@ -2178,23 +2180,8 @@ def test_a_forward_no_loop_runs_is_assumed_and_left_out_of_a_default_run(tmp_pat
 
 def test_a_module_built_by_a_module_of_another_file_is_per_step_when_a_loop_runs_the_builder():
     files = {
-        "blocks.py": """
-            import torch
-            from torch import nn
-            class Block(nn.Module):
-                def forward(self, x):
-                    return torch.sigmoid(x) * x + 1.0
-        """,
-        "model.py": """
-            from torch import nn
-            from blocks import Block
-            class Net(nn.Module):
-                def __init__(self):
-                    super().__init__()
-                    self.block = Block()
-                def forward(self, x):
-                    return self.block(x)
-        """,
+        "blocks.py": BLOCK,
+        "model.py": "\n    from torch import nn\n    from blocks import Block" + NET,
         "train.py": """
             from model import Net
             def main(loader):
@@ -2204,7 +2191,7 @@ def test_a_module_built_by_a_module_of_another_file_is_per_step_when_a_loop_runs
         """,
     }
     [f] = [f for f in run(files) if f.code == "PFL301"]
-    assert (f.path, f.line, f.assumed) == ("blocks.py", 6, False)
+    assert (f.path, f.line, f.assumed) == ("blocks.py", 7, False)
     assert f.evidence[-1] == "`Block.forward` runs every step: called from model.py (line 7)"
     files["train.py"] = files["train.py"].replace("for x in loader:", "if loader:").replace(".sum().backward()", "")
     [f] = [f for f in run(files) if f.code == "PFL301"]
