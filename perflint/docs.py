@@ -78,7 +78,7 @@ def accuracy_line(rule) -> str:
         line += (f" In the blind reviews, on the rules as each review found them: {seen.get('right', 0)} of "
                  f"{fresh} judged right ({100 * seen.get('right', 0) / fresh:.0f}%).")
         if rule.default and fresh >= 5 and seen.get("right", 0) < 0.8 * fresh:
-            line += " On by default all the same, for the recall of its family (README, \"Accuracy on real code\")."
+            line += " On by default all the same (README, \"Accuracy on real code\", says why)."
         right, judged = seen.get("right", 0), fresh
     if not rule.default and judged and right < 0.8 * judged:
         line += " Off by default: it does not reach 80% right on real code."

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
-from perflint.model.names import dotted
+from perflint.model.names import built_by, dotted
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
 from perflint.model.values import Values
@@ -62,7 +62,7 @@ def calls_out(model: FileModel) -> list[CallOut]:
                 and not _rebound(model, name)}
     if not imported:
         return []
-    instances = _instances(model, {n for n, (_, _, i) in imported.items() if (i or "")[:1].isupper()})
+    instances = _instances(model, {n for n, (_, _, i) in imported.items() if _a_class(i)})
     steps, values = Steps.of(model), Values.of(model)
     out: list[CallOut] = []
     seen = set()
@@ -90,7 +90,7 @@ def _built_by_module(model: FileModel, steps: Steps, values: Values, call: cst.C
     when the builder's does. As a call out of `Backbone.forward`: ((level, module, name, member), requires,
     assumed), hot for certain when a loop runs the builder, here or (`requires`) from another file."""
     func = call.func
-    if not isinstance(func, cst.Name) or func.value not in imported or not (imported[func.value][2] or "")[:1].isupper():
+    if not isinstance(func, cst.Name) or func.value not in imported or not _a_class(imported[func.value][2]):
         return None
     function = model.frame_of(call).function
     cls = function.cls if function is not None else None
@@ -123,13 +123,12 @@ def _instances(model: FileModel, classes: set[str]) -> dict[str, str]:
         value = assign.value
         if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.Or):
             value = value.right  # `self.sampler = sampler or UniformSampler(diffusion)`: the default built here
-        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
-            value = value.func.value  # `Net(...).to(device).eval()`
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in classes:
+        built = built_by(value)  # `Net(...).to(device).eval()`
+        if built in classes:
             for target in assign.targets:
                 name = dotted(target.target)
                 if name is not None:
-                    out.setdefault(name, value.func.value)
+                    out.setdefault(name, built)
     return out
 
 
@@ -170,20 +169,22 @@ def _target(model: FileModel, values: Values, call: cst.Call, imported: dict,
             return None
         level, module, imported_name = imported[head.value]
         rest = tuple(name.split(".")[1:])
-        if not rest and (imported_name or "")[:1].isupper():
+        if not rest and _a_class(imported_name):
             return None  # `Net(...)`: building an object, not running a step's function
         return level, module, imported_name, rest
     # `mixup_fn(x, y)` or `self.matcher(outputs, targets)`: an object built from an imported class
     receiver = func if isinstance(func, cst.Name) else func.value if isinstance(func, cst.Attribute) else None
     if receiver is None or dotted(receiver) not in instances:
         return None
-    origin = values.value(receiver).origin
-    while isinstance(origin, cst.Call) and isinstance(origin.func, cst.Attribute):
-        origin = origin.func.value
-    made_by = origin.func.value if isinstance(origin, cst.Call) and isinstance(origin.func, cst.Name) \
-        and origin.func.value in imported else instances[dotted(receiver)]
+    built = built_by(values.value(receiver).origin)
+    made_by = built if built in imported else instances[dotted(receiver)]
     level, module, class_name = imported[made_by]
     return level, module, class_name, ("__call__" if receiver is func else func.attr.value,)
+
+
+def _a_class(name: str | None) -> bool:
+    """An imported name written as a class is (`Mixup`, `Backbone`): calling it builds an object."""
+    return (name or "")[:1].isupper()
 
 
 def _rebound(model: FileModel, name: str) -> bool:
@@ -212,12 +213,12 @@ class Reach:
         changed = True
         while changed:
             changed = False
-            for caller, requires, callee, qualname, where, assumed in edges:
-                if requires:  # hot if one of them is (or, for a call in a forward, assumed unless one is)
-                    reached = [self.hot[(caller, r)][2] for r in requires if (caller, r) in self.hot]
-                    if not reached and not assumed:
-                        continue
-                    assumed = all(reached) if reached else assumed
+            for caller, requires, callee, qualname, where, in_forward in edges:
+                # hot if one of `requires` is (a call in a forward: assumed unless a seen loop runs one of them)
+                reached = [self.hot[(caller, r)][2] for r in requires if (caller, r) in self.hot]
+                if requires and not reached and not in_forward:
+                    continue
+                assumed = all(reached) if reached else in_forward
                 known = self.hot.get((callee, qualname))
                 if known is None or known[2] and not assumed:
                     # `model(x)` runs `GPT.__call__`, which runs `GPT.forward`; `UniformSampler.sample` runs the
@@ -234,16 +235,15 @@ class Reach:
         """The file's findings, and those of its conditional findings whose function is reached."""
         out = list(result.findings)
         for f in result.conditional:
-            reached = [(self.hot[(path, r)][2], r) for r in f.requires if (path, r) in self.hot]
-            if reached:
-                assumed, qualname = min(reached, key=lambda x: x[0])  # one that a seen loop reaches, if any
-                if f.assumed and assumed:
-                    out.append(replace(f, requires=()))  # assumed either way: its own evidence says why
-                else:
-                    out.append(replace(f, requires=(), evidence=(*f.evidence, self._evidence(path, qualname)),
-                                       assumed=assumed))
-            elif f.assumed:  # a module's forward that no loop is seen to run
+            reached = [r for r in f.requires if (path, r) in self.hot]
+            seen = next((r for r in reached if not self.hot[(path, r)][2]), None)  # run by a seen loop
+            if seen is not None:
+                out.append(replace(f, requires=(), evidence=(*f.evidence, self._evidence(path, seen)), assumed=False))
+            elif f.assumed:  # a module's forward no seen loop runs: its own evidence says why
                 out.append(replace(f, requires=()))
+            elif reached:  # reached only through modules' forwards
+                out.append(replace(f, requires=(), evidence=(*f.evidence, self._evidence(path, reached[0])),
+                                   assumed=True))
         return out
 
     def _evidence(self, path: str, qualname: str) -> str:

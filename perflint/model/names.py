@@ -17,6 +17,14 @@ def dotted(node: cst.CSTNode) -> str | None:
     return ".".join(reversed(parts))
 
 
+def built_by(node: cst.CSTNode) -> str | None:
+    """The name whose call starts a method chain: "Net" for `Net(...).to(device).eval()`; None when the
+    chain does not start with a call of a plain name."""
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        node = node.func.value
+    return node.func.value if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) else None
+
+
 def method_name(call: cst.Call) -> str | None:
     """For `x.foo(...)`, "foo"."""
     return call.func.attr.value if isinstance(call.func, cst.Attribute) else None

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import dotted, int_value, method_name, target_names
+from perflint.model.names import built_by, dotted, int_value, method_name, target_names
 from perflint.model.program import ClassInfo, FileModel, Frame, FunctionInfo
 from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, Values, option_holder
 from perflint.tree import find_all
@@ -359,12 +359,9 @@ class Steps:
                 target = func.value if isinstance(func, cst.Attribute) and func.attr.value in api.FORWARD_METHODS \
                     else func
                 v = self.values.value(target)
-                origin = v.origin
-                while isinstance(origin, cst.Call) and isinstance(origin.func, cst.Attribute):
-                    origin = origin.func.value  # `Actor(envs).to(device)`
-                if v.kind == MODULE and isinstance(origin, cst.Call) and isinstance(origin.func, cst.Name) \
-                        and origin.func.value in classes:
-                    runs.setdefault(classes[origin.func.value], []).append(call)
+                built = built_by(v.origin) if v.kind == MODULE else None  # `Actor(envs).to(device)`
+                if built in classes:
+                    runs.setdefault(classes[built], []).append(call)
             found = self.model._memo["module-sites"] = (runs, builders)
         return found
 

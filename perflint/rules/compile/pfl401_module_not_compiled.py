@@ -1,7 +1,7 @@
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import dotted, is_false, keyword, method_name
+from perflint.model.names import built_by, dotted, is_false, keyword, method_name
 from perflint.model.program import FileModel
 from perflint.model.steps import Step, Steps
 from perflint.model.values import MODULE, ON_DEVICE, Values
@@ -173,11 +173,7 @@ def _recurrent(model: FileModel, origin: cst.CSTNode) -> bool:
     to the cuDNN RNN kernel, which `torch.compile` does not trace into, and what is left (an embedding, a
     linear head) has little to fuse; fed batches of varying length it would also recompile. An agent with a
     convolutional trunk before its LSTM still gains."""
-    while isinstance(origin, cst.Call) and isinstance(origin.func, cst.Attribute):
-        origin = origin.func.value  # `RNNLM(...).to(device)`
-    if not (isinstance(origin, cst.Call) and isinstance(origin.func, cst.Name)):
-        return False
-    cls = model.classes.get(origin.func.value)
+    cls = model.classes.get(built_by(origin))  # `RNNLM(...).to(device)`
     if cls is None:
         return False
     built = [model.qualname(c.func) or "" for f in model.functions if f.cls is cls and f.name == "__init__"
