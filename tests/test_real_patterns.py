@@ -2307,3 +2307,130 @@ def test_a_loop_over_the_weights_the_command_line_names_is_cold():
     assert "PFL201" not in [c for _, c in codes({"export.py": src})]
     assert (5, "PFL201") in codes({"export.py": src.replace(
         "(opt.weights if isinstance(opt.weights, list) else [opt.weights])", "loader")})
+
+
+# ---- the twenty-second blind review (ControlNet, stable-diffusion, minRF, gpt-neox, ...) ---------------
+
+SAMPLER = """
+    import torch
+    class DDIMSampler(object):
+        def __init__(self, model, schedule="linear", **kwargs):
+            self.model = model
+            self.ddpm_num_timesteps = model.num_timesteps
+
+        @torch.no_grad()
+        def sample(self, steps, shape, cond, score_corrector=None):
+            x = torch.randn(shape, device=self.model.betas.device)
+            for t in range(steps):
+                e_t = self.model.apply_model(x, t, cond)
+                if score_corrector is not None:
+                    e_t = score_corrector.modify_score(self.model, e_t, x, t, cond)
+                x = x - e_t
+            return self.model.decode_first_stage(x)
+"""
+DEMO = """
+    import torch
+    from cldm.model import create_model
+    from sampler import DDIMSampler
+    model = create_model("./models/cldm_v15.yaml").cuda()
+    ddim_sampler = DDIMSampler(model)
+
+    def process(prompt, steps):
+        return ddim_sampler.sample(steps, (1, 4, 64, 64), prompt)
+"""
+
+
+def test_a_model_handed_to_a_sampler_that_runs_apply_model_gets_that_method_compiled():
+    # ControlNet's gradio demos: the sampler keeps the model and calls `model.apply_model` every step, so
+    # `torch.compile(model)` (its `forward`) would compile nothing that runs.
+    found = [f for f in run({"sampler.py": SAMPLER, "demo.py": DEMO}) if f.code == "PFL401"]
+    assert [(f.path, f.line) for f in found] == [("demo.py", 5)]
+    assert "`model.apply_model = torch.compile(model.apply_model)`" in found[0].message
+    assert "through its `apply_model`" in found[0].message
+    assert "which runs its `apply_model` every step" in found[0].evidence[-1]
+    # A sampler that calls the model itself runs its forward: the usual fix.
+    calls = SAMPLER.replace("self.model.apply_model(x, t, cond)", "self.model(x, t, cond)")
+    found = [f for f in run({"sampler.py": calls, "demo.py": DEMO}) if f.code == "PFL401"]
+    assert [f.line for f in found] == [5] and "`model = torch.compile(model)`" in found[0].message
+
+
+def test_a_model_handed_to_a_class_that_keeps_it_and_runs_none_of_it_is_not_reported():
+    keeps = """
+        class UniformSampler:
+            def __init__(self, model):
+                self.model = model
+                self.weights = [1.0] * model.num_timesteps
+            def sample(self, batch_size):
+                return self.weights[:batch_size]
+    """
+    train = """
+        import torch
+        from models import create_model
+        from resample import UniformSampler
+        model = create_model().cuda()
+        schedule_sampler = UniformSampler(model)
+    """
+    assert [f for f in run({"resample.py": keeps, "train.py": train}) if f.code == "PFL401"] == []
+    # Aliased (`model = self.model`) and then called: its forward runs.
+    aliased = keeps.replace("return self.weights[:batch_size]",
+                            "model = self.model\n                return model(batch_size)")
+    assert [f.line for f in run({"resample.py": aliased, "train.py": train}) if f.code == "PFL401"] == [5]
+
+
+def test_a_model_a_loop_runs_through_another_method_gets_that_method_compiled():
+    # SiT's and vq-vae-2's scripts run a VAE through `.encode()` every step: `torch.compile(vae)` would leave it
+    # eager.
+    src = """
+        import torch
+        from models import VAE
+        vae = VAE().cuda()
+        for x, y in loader:
+            z = vae.encode(x.cuda(non_blocking=True))
+    """
+    found = {f.line: f.message for f in run({"train.py": src}) if f.code == "PFL401"}
+    assert sorted(found) == [4] and "`vae.encode = torch.compile(vae.encode)`" in found[4]
+    plain = {f.line: f.message for f in run({"train.py": src.replace("vae.encode(", "vae(")}) if f.code == "PFL401"}
+    assert "`vae = torch.compile(vae)`" in plain[4]
+
+
+@pytest.mark.parametrize("wrapper", [
+    # Stability's generative-models: `torch.compile` picked as a value, applied on the next line.
+    """
+    import torch
+    class OpenAIWrapper(torch.nn.Module):
+        def __init__(self, diffusion_model, compile_model: bool = False):
+            super().__init__()
+            compile = (
+                torch.compile
+                if compile_model
+                else lambda x: x
+            )
+            self.diffusion_model = compile(diffusion_model)
+    """,
+    # SAM2: the image encoder's forward compiled behind a flag, the argument on the next line.
+    """
+    import torch
+    class SAM2Base(torch.nn.Module):
+        def __init__(self, image_encoder, compile_image_encoder: bool = False):
+            super().__init__()
+            self.image_encoder = image_encoder
+            if compile_image_encoder:
+                self.image_encoder.forward = torch.compile(
+                    self.image_encoder.forward,
+                    mode="max-autotune",
+                )
+    """,
+])
+def test_a_compile_option_the_program_has_quiets_pfl401(wrapper):
+    train = """
+        import torch
+        from wrappers import OpenAIWrapper, SAM2Base
+        from models import create_model
+        model = create_model().cuda()
+        for x, y in loader:
+            loss = model(x.cuda(non_blocking=True)).mean()
+    """
+    assert (5, "PFL401") not in codes({"wrappers.py": wrapper, "train.py": train})
+    # The same program without the compile option is reported.
+    off = wrapper.replace("torch.compile", "torch.nn.Identity").replace("= torch.nn.Identity(", "= identity(")
+    assert (5, "PFL401") in codes({"wrappers.py": off, "train.py": train})

@@ -20,6 +20,8 @@ _DEVICE_WORK = re.compile(r"\.cuda\(|[\"']cuda|\.to\([^)\n]*(?:device|dev\b|rank
 # A call that compiles a model (not `@torch.jit.script` on a helper, not `re.compile`, not a mention in
 # a string or a comment): `torch.compile(model)`, `model.compile()`, `torch.jit.script(model)`.
 _COMPILE = re.compile(r"(?:\.compile|jit\.script|jit\.trace|_dynamo\.optimize|export\.export)\(")
+# `torch.compile` as a value, applied later: `compile = (torch.compile if compile_model else lambda x: x)`.
+_COMPILE_VALUE = re.compile(r"torch\.compile(?=[ \t]*(?:$|[),]|[ \t](?:if|else)\b))", re.MULTILINE)
 _GUARD = re.compile(r"(?:if|elif)\s+(not\s+)?([\w.]+)\s*(?:==\s*True\s*)?:")
 _TRUE_DEFAULTS = (re.compile(r"^[ \t]*(\w+)\s*(?::\s*bool)?\s*=\s*True\b", re.MULTILINE),
                   re.compile(r"add_argument\(\s*['\"]-{1,2}([\w-]+)['\"][^)]*?default\s*=\s*True"),
@@ -28,6 +30,8 @@ _CUSTOM_TO = re.compile(r"^[ \t]+def to\(self", re.MULTILINE)
 _DEFAULT_DEVICE = re.compile(r"set_default_device|set_default_tensor_type\([^)]*cuda")
 _DEFINES = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
 _CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
+_NEXT_TOP_LEVEL = re.compile(r"\n(?=[^\s#)])")
+_INIT_MODEL = re.compile(r"def __init__\(\s*self\s*,\s*(\w+)")
 _SUBCLASS = re.compile(r"^class[ \t]+(\w+)[ \t]*\(([\w., \t]+)\)[ \t]*:", re.MULTILINE)
 _TEST_NAME = re.compile(r"(?:^test_.*|.*_test|^conftest)\.(?:py|ipynb)$")
 # Names that hold a program's options: a parsed command line (`args.lr`), or a config tree of the yacs or
@@ -90,14 +94,19 @@ class FileFacts:
     # holds the files that import its neighbours (`vocoder/models/deepmind_version.py` beside the imported
     # `fatchord_version.py`). Nothing in it runs every step.
     unused: bool = False
+    # Classes it defines or imports from another file of the run that keep the model they are built with and
+    # run a method of it other than `forward` (`DDIMSampler(model)`, whose steps call `model.apply_model`):
+    # (("DDIMSampler", "apply_model"), ...); "" for one that calls none.
+    runners: tuple[tuple[str, str], ...] = ()
 
     def key(self) -> str:
         flags = "".join("1" if v else "0" for v in (self.torch, self.test_file, self.device_work, self.compiles,
                                                      self.compiled_by_default, self.default_device, self.custom_to,
                                                      self.unused))
         options = ",".join(f"{n}={v}" for n, v in self.options)
+        runners = ",".join(f"{n}={m}" for n, m in self.runners)
         return (f"{flags}:{','.join(sorted(self.local_imports))}:{options}:{','.join(sorted(self.read_backs))}:"
-                f"{','.join(sorted(self.unused_classes))}")
+                f"{','.join(sorted(self.unused_classes))}:{runners}")
 
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
@@ -107,7 +116,8 @@ class FileFacts:
                          device_work=scan.device_work or not text, compiles=bool(scan.compile_guards),
                          compiled_by_default=scan.compiled_by_default(scan.true_defaults),
                          options=_read_options(scan, {}), read_backs=scan.read_backs,
-                         default_device=scan.default_device, custom_to=scan.custom_to)
+                         default_device=scan.default_device, custom_to=scan.custom_to,
+                         runners=tuple(sorted(scan.runners.items())))
 
 
 def declares_distribution(root: Path) -> bool:
@@ -138,7 +148,7 @@ class Scan:
 
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
-                 "runs_code", "dynamic_imports", "lone_classes")
+                 "runs_code", "dynamic_imports", "lone_classes", "runners")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
         """`run`: the file is one of a run's, so the options it reads are scanned even where it declares none
@@ -177,15 +187,22 @@ class Scan:
         # Each compile call and the flag it sits under (None: it always runs).
         self.compile_guards: list[tuple[str | None, bool]] = []
         calls = []  # (row, indent) of each compile call, found by token then checked on its own line
-        for m in _COMPILE.finditer(text) if "compile(" in text or "jit." in text or "export(" in text \
-                or "optimize(" in text else ():
+        found = [*_COMPILE.finditer(text)] if "compile(" in text or "jit." in text or "export(" in text \
+            or "optimize(" in text else []
+        if "torch.compile" in text:
+            found += _COMPILE_VALUE.finditer(text)
+        for m in found:
             if text.endswith(("re", "regex"), 0, m.start()):
                 continue  # `re.compile(...)`
             start = text.rfind("\n", 0, m.start()) + 1
             end = text.find("\n", m.end())
             line = text[start:end if end != -1 else len(text)]
             before = text[start:m.start()]
-            if "#" in before or before.count('"') % 2 or before.count("'") % 2 or not _compiles_a_model(line):
+            if line.rstrip().endswith("(") and end != -1:  # `torch.compile(` with its argument on the next line
+                following = text.find("\n", end + 1)
+                line += text[end:following if following != -1 else len(text)].strip()
+            if "#" in before or before.count('"') % 2 or before.count("'") % 2 \
+                    or m.group(0).endswith("(") and not _compiles_a_model(line):
                 continue  # in a comment or a string, or compiling a helper rather than a model
             calls.append((text.count("\n", 0, start), len(line) - len(line.lstrip())))
         if calls:
@@ -208,6 +225,7 @@ class Scan:
         # Undecorated top-level classes whose name the file writes only on the `class` line (and in `super(Name,
         # self)`): none of its own code uses them (a subclass, an `__all__` entry would name them again).
         self.lone_classes = _lone_classes(text) if run and "class " in text else frozenset()
+        self.runners = _runners(text) if "def __init__(self" in text else {}
 
     def compiled_by_default(self, true_defaults: set[str]) -> bool:
         """Whether one of its compile calls runs without a flag, or under a flag that defaults to on."""
@@ -232,6 +250,36 @@ def _lone_classes(text: str) -> frozenset[str]:
                 and text.count(name) == 1 + text.count(f"super({name}"):
             found.add(name)
     return frozenset(found)
+
+
+def _runners(text: str) -> dict[str, str]:
+    """Top-level classes named like a loop that runs a model (`DDIMSampler`, `Trainer`) that keep the model
+    they are built with (`def __init__(self, model, ...): self.model = model`) and never call it: the
+    method of it they call most (`self.model.apply_model(...)`), or "" when they call none. A class that
+    calls the model, hands it on or uses it any other way is left out: it runs the model's `forward`."""
+    found = {}
+    for m in _CLASS.finditer(text):
+        name = m.group(1)
+        if not any(w in name.lower() for w in api.RUNNER_WORDS):
+            continue
+        end = _NEXT_TOP_LEVEL.search(text, m.end())
+        body = text[m.end(): end.start() if end else len(text)]
+        init = _INIT_MODEL.search(body)
+        if init is None or len(re.findall(rf"(?<![.\w]){init.group(1)}\b(?!\.\w+\b(?!\s*\())", body)) != 2:
+            continue  # the model is used beyond the one assignment that keeps it (and reads of its attributes)
+        kept = re.findall(rf"self\.(\w+)[ \t]*=[ \t]*{init.group(1)}[ \t]*(?:#.*)?$", body, re.MULTILINE)
+        if len(kept) != 1:
+            continue
+        uses = re.findall(rf"self\.{kept[0]}\b(\.\w+\s*\(|\.\w+|.?)", body)
+        methods = [u[1:].rstrip("( \t\n") for u in uses if u.startswith(".") and u.endswith("(")]
+        methods = [m for m in methods if m not in api.MODULE_API_METHODS]
+        others = [u for u in uses if not u.startswith(".")][1:]  # past the assignment
+        if "forward" in methods or any(u not in ",)" or not u for u in others) or others and not methods:
+            continue  # called (`self.model(x)`), aliased, or only handed on (`f(self.model)`): its forward may run
+        # Handed on beside the calls of a method (`score_corrector.modify_score(self.model, ...)`): the method
+        # is what runs every step.
+        found[name] = max(methods, key=methods.count) if methods else ""
+    return found
 
 
 def _option_reads(text: str) -> set[str]:
@@ -343,8 +391,10 @@ def _compiles_a_model(line: str) -> bool:
         return True  # `torch.compile(Net())`, `torch.compile(nn.Sequential(...))`: a model built in place
     if m is None:
         m = re.search(r"([\w.]+)\.compile\(", line)
-    last = m.group(1).rsplit(".", 1)[-1].lower() if m else ""
-    return any(w in last for w in _MODEL_WORDS)
+    parts = m.group(1).split(".") if m else [""]
+    if len(parts) > 1 and parts[-1] == "forward":
+        parts.pop()  # `torch.compile(self.image_encoder.forward)`: the module's forward
+    return any(w in parts[-1].lower() for w in _MODEL_WORDS)
 
 
 def _guard(lines: list[str], row: int, indent: int, entry: bool) -> tuple[str | None, bool]:
@@ -396,6 +446,7 @@ class Project:
         self._torch: dict[str, bool] = {}
         self._options: dict[str, dict[str, str]] = {}  # per file: the options its program declares
         self._read_back_names = set().union(*(s.read_backs for s in scans.values()))
+        self._runner_names = set().union(*(s.runners for s in scans.values()))
         importers, wholesale = self._imports()
         self._programs = self._connect(importers)
         unseen = any(s.dynamic_imports for s in self.scans.values())  # a file imports by a computed name
@@ -553,12 +604,19 @@ class Project:
                 found = self.function_file(path, level, module, n, ())
                 if found is not None and found[1] in self.scans[found[0]].read_backs:
                     read_backs.add(n)
+        runners = dict(scan.runners)
+        for level, module, names in scan.imports if self._runner_names else ():
+            for n in self._runner_names.intersection(names):
+                found = self.function_file(path, level, module, n, ())
+                if found is not None and found[1] in self.scans[found[0]].runners:
+                    runners[n] = self.scans[found[0]].runners[found[1]]
         return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path) and not tests_as_code,
                          device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=scan.default_device,
                          custom_to=custom_to, local_imports=local, options=_read_options(scan, self._options[path]),
                          read_backs=frozenset(read_backs), unused=path in self._unused,
-                         unused_classes=self._unused_classes.get(path, frozenset()))
+                         unused_classes=self._unused_classes.get(path, frozenset()),
+                         runners=tuple(sorted(runners.items())))
 
 
 def _common(a: str, b: str) -> tuple:

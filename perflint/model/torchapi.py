@@ -86,6 +86,10 @@ MODULE_API_METHODS = MODULE_SELF_METHODS | frozenset({
 FORWARD_METHODS = frozenset({"forward", "generate", "sample", "predict", "get_action", "get_value",
                              "get_action_and_value", "encode", "decode", "loss", "compute_loss",
                              "training_step", "validation_step"})
+# Words in the name of a function or class that takes a model and runs it every step somewhere else (another
+# file's loop): `train_one_epoch(model, ...)`, `DDIMSampler(model)`.
+RUNNER_WORDS = ("train", "fit", "evaluate", "validate", "eval_", "test_", "loop", "trainer", "sample", "infer",
+                "predict", "generate", "run_epoch", "one_epoch")
 MODULE_TENSOR_ATTRS = frozenset({"weight", "bias", "running_mean", "running_var", "in_proj_weight",
                                  "in_proj_bias", "pos_embed", "cls_token"})
 

@@ -14,9 +14,6 @@ from perflint.rule import Rule
 _CONTAINERS = {"torch.nn.Sequential", "torch.nn.Transformer",
                "torch.nn.TransformerEncoder", "torch.nn.TransformerDecoder", "torch.nn.TransformerEncoderLayer",
                "torch.nn.TransformerDecoderLayer"}
-# Calls that take a model and run it every step somewhere this file cannot see (another file's loop).
-_RUNNERS = ("train", "fit", "evaluate", "validate", "eval_", "test_", "loop", "trainer", "sample", "infer",
-            "predict", "generate", "run_epoch", "one_epoch")
 
 
 class ModuleNotCompiled(Rule):
@@ -25,6 +22,9 @@ class ModuleNotCompiled(Rule):
     summary = "a model runs every step and its program never calls `torch.compile`"
     message = "`{name}` runs every step op by op, and this program never compiles it: " \
               "`{name} = torch.compile({name})` fuses its elementwise work and cuts launch overhead"
+    method_message = "`{name}` runs every step op by op (through its `{method}`), and this program never compiles " \
+                     "it: `{name}.{method} = torch.compile({name}.{method})` fuses its elementwise work and cuts " \
+                     "launch overhead (`torch.compile({name})` would compile only `forward`)"
     severity = "info"
     proof_metric = "ops"
     why = """
@@ -52,7 +52,10 @@ for x, y in loader:
 Reported once per model, where it is built, when the model runs every step: called in a loop over a
 data loader or over training steps (in this file, also through the functions it passes the model to), or
 handed to a training or evaluation routine of another file (`train_one_epoch(model, ...)`,
-`TrainLoop(model=model)`). Quiet when the model's program (the files linked to it by imports) calls
+`TrainLoop(model=model)`). A model handed to a class of the run that keeps it and runs a method of
+it other than `forward` (`DDIMSampler(model)`, whose steps call `model.apply_model`) gets that method
+compiled in the fix, since `torch.compile(model)` compiles only `forward`, and so does a model a loop
+runs through such a method (`vae.encode(x)`). A model handed to a class that keeps it and calls none of its methods is not reported. Quiet when the model's program (the files linked to it by imports) calls
 `torch.compile`, `torch.jit.script`/`trace` or `torch.export` on a model anywhere, even behind a flag:
 the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
 losses, for models run a few fixed times (`for _ in range(3)`), for models that stay on the CPU (a
@@ -77,6 +80,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
             elif method_name(call) == "compile" and qual is None:
                 compiled.add(values.value(call.func.value).origin)
         runs: dict[cst.CSTNode, tuple[cst.Call, Step]] = {}
+        methods: dict[cst.CSTNode, str] = {}  # models whose every-step run is a method other than `forward`
         for call in model.calls:
             origin = self._module_run(model, values, call)
             if origin is None or origin in runs:
@@ -84,24 +88,40 @@ warm): the eager backend does not fuse, so it would prove nothing.
             step = steps.at(call)
             if step.hot:
                 runs[origin] = (call, step)
+                if isinstance(call.func, cst.Attribute) and method_name(call) != "forward":
+                    methods[origin] = method_name(call)  # `vae.encode(x)`
+        runners = dict(model.facts.runners)  # classes of the run that call a method of the model they keep
         for call in model.calls:  # handed to another file's loop
-            name = (dotted(call.func) or "").rsplit(".", 1)[-1].lower()
-            if not any(w in name for w in _RUNNERS) or values.callee(call) is not None \
+            name = dotted(call.func) or ""
+            last = name.rsplit(".", 1)[-1].lower()
+            if not any(w in last for w in api.RUNNER_WORDS) \
+                    or values.callee(call) is not None \
                     or model.qualname(call.func) is not None and model.qualname(call.func).startswith("torch."):
                 continue
-            for arg in call.args:
+            for i, arg in enumerate(call.args):
                 v = values.value(arg.value)
                 if v.kind == MODULE and v.origin is not None and v.origin not in runs \
                         and _worth_compiling(model, v.origin) and not _inside_a_module(model, values, v.origin):
-                    runs[v.origin] = (call, Step(True, (("handed to `{}`, which runs it every step", call.func),)))
+                    method = runners.get(name) if i == 0 and arg.keyword is None else None
+                    if method == "":
+                        continue  # `Sampler(model)` keeps the model and never runs it
+                    how = "it"
+                    if method:
+                        methods[v.origin] = method
+                        how = f"its `{method}`"
+                    runs[v.origin] = (call, Step(True, ((f"handed to `{{}}`, which runs {how} every step", call.func),)))
         for origin, (call, step) in runs.items():
             if origin in compiled or not self._on_device(model, values, call):
                 continue  # a model that stays on the CPU (a toy, a tutorial): compiling it is not the point
             if _recurrent(model, origin):
                 continue  # built around a cuDNN RNN, which torch.compile leaves as one opaque call
             name = _bound_name(model, origin) or "model"
-            self.report(model, origin, self.message.format(name=name),
-                        evidence=(("runs every step: `{}`", call), *step.why[:2]), step=step)
+            method = methods.get(origin)
+            if method:  # `torch.compile(model)` compiles `forward` only: compile the method that runs
+                message = self.method_message.format(name=name, method=method)
+            else:
+                message = self.message.format(name=name)
+            self.report(model, origin, message, evidence=(("runs every step: `{}`", call), *step.why[:2]), step=step)
 
     @staticmethod
     def _on_device(model: FileModel, values: Values, call: cst.Call) -> bool:
