@@ -2434,3 +2434,91 @@ def test_a_compile_option_the_program_has_quiets_pfl401(wrapper):
     # The same program without the compile option is reported.
     off = wrapper.replace("torch.compile", "torch.nn.Identity").replace("= torch.nn.Identity(", "= identity(")
     assert (5, "PFL401") in codes({"wrappers.py": off, "train.py": train})
+
+
+def test_a_branch_behind_a_settings_class_default_that_is_off_does_not_run():
+    # lerobot: `if self.policy_config.num_discrete_actions is not None:` where the policy's config dataclass
+    # defaults the field to None; gpt-neox's NeoXArgs likewise.
+    config = """
+        from dataclasses import dataclass
+
+        @dataclass
+        class SACConfig:
+            num_discrete_actions: int | None = None
+            num_subsample_critics: int | None = None  # all critics
+            discount: float = 0.99
+
+            def validate(self):
+                num_discrete_actions = 4
+    """
+    train = """
+        import torch
+        from configuration_sac import SACConfig
+        policy = Policy().cuda()
+
+        def train(policy_config: SACConfig, loader):
+            for batch in loader:
+                loss = policy(batch["obs"].cuda(non_blocking=True)).mean()
+                if policy_config.num_discrete_actions is not None:
+                    print(loss.item())
+    """
+    assert "PFL101" not in [c for _, c in codes({"configuration_sac.py": config, "train.py": train})]
+    on = config.replace("num_discrete_actions: int | None = None", "num_discrete_actions: int | None = 3")
+    assert (10, "PFL101") in codes({"configuration_sac.py": on, "train.py": train})
+
+
+def test_an_option_the_script_sets_has_the_value_set_not_its_declared_default():
+    # cleanrl: `num_iterations: int = 0` in its Args dataclass, "computed in runtime" by the script itself.
+    src = """
+        import torch
+        from dataclasses import dataclass
+
+        @dataclass
+        class Args:
+            total_timesteps: int = 10000000
+            num_steps: int = 128
+            num_iterations: int = 0
+
+        args = Args()
+        args.num_iterations = args.total_timesteps // args.num_steps
+        agent = Agent().cuda()
+        for iteration in range(1, args.num_iterations + 1):
+            for step in range(0, args.num_steps):
+                value = agent(obs)
+                print(value.item())
+    """
+    assert (17, "PFL101") in codes({"ppo.py": src})
+
+
+def test_a_few_minibatches_inside_another_loop_each_with_backward_are_steps():
+    # cleanrl ppo_atari_lstm.py: 4 update epochs of 4 minibatches (of 2 of the 8 environments), each with
+    # its own backward(), after each rollout.
+    src = """
+        import torch
+        from dataclasses import dataclass
+
+        @dataclass
+        class Args:
+            num_envs: int = 8
+            num_steps: int = 128
+            num_minibatches: int = 4
+            update_epochs: int = 4
+            total_timesteps: int = 500000
+
+        args = Args()
+        args.batch_size = int(args.num_envs * args.num_steps)
+        envsperbatch = args.num_envs // args.num_minibatches
+        agent = Agent().cuda()
+        for iteration in range(1, args.total_timesteps // args.batch_size + 1):
+            for step in range(0, args.num_steps):
+                action = agent(obs)
+                obs = envs.step(action.cpu().numpy())
+            for epoch in range(args.update_epochs):
+                for start in range(0, args.num_envs, envsperbatch):
+                    loss = agent.loss(obs)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    old_approx_kl = loss.mean().item()
+    """
+    assert (27, "PFL101") in codes({"ppo.py": src})

@@ -38,6 +38,13 @@ _TEST_NAME = re.compile(r"(?:^test_.*|.*_test|^conftest)\.(?:py|ipynb)$")
 # detectron2 kind (`cfg.SOLVER.BASE_LR`, its defaults set as `_C.SOLVER.BASE_LR = 0.1` in a defaults file).
 OPTION_HOLDERS = frozenset({"args", "opt", "opts", "options", "flags", "FLAGS", "cli_args", "hparams", "argv_args",
                             "cfg", "config"})
+OPTION_HOLDER_ENDINGS = ("_config", "_cfg")  # `self.policy_config.num_discrete_actions`
+# A settings class (`@dataclass class SACConfig:`, `class NeoXArgs:`): its fields' literal defaults are options.
+_SETTINGS_CLASS = re.compile(r"^class[ \t]+\w*(?:Config|Cfg|Args|Arguments|Options|Settings|Params)\b[^\n]*:[ \t]*$",
+                             re.MULTILINE)
+_FIELD = re.compile(r"""^([ \t]+)(\w+)[ \t]*(?::[^=\n]+)?=[ \t]*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|"""
+                    r"""'[^'\\\n]*'|"[^"\\\n]*")[ \t]*(?:#.*)?$""", re.MULTILINE)
+_SETTINGS_WORDS = ("Config", "Cfg", "Args", "Arguments", "Options", "Settings", "Params")
 _PUNCTUATION = re.compile(r"[()\[\]{},]")
 _ADD_ARGUMENT = re.compile(r"\.add_argument\(")
 _FLAG = re.compile(r"""^\s*(?:['"]-[\w-]*['"]\s*,\s*)*['"]--([\w-]+)['"]""")
@@ -215,7 +222,8 @@ class Scan:
         self.true_defaults = {n.replace("-", "_") for pattern in _TRUE_DEFAULTS for n in pattern.findall(text)} \
             if calls or "True" in text else set()
         self.options = _declared_options(text) if "add_argument(" in text or "_C." in text or any(
-            f"{w}(" in text for w in _SETTINGS_CLASSES) else {}
+            f"{w}(" in text for w in _SETTINGS_CLASSES) or "class " in text and any(
+            w in text for w in _SETTINGS_WORDS) else {}
         self.option_reads = _option_reads(text) if run or self.options else set()
         self.read_backs = _read_backs(text) if ".item()" in text or ".tolist()" in text else frozenset()
         # Whether importing or running it does anything beyond defining: a script, a `__main__` guard.
@@ -287,11 +295,11 @@ def _option_reads(text: str) -> set[str]:
     `cfg.MIXUP.ENABLE` -> {"lr", "niter", "MIXUP", "MIXUP.ENABLE"}. Found by substring search (a warm run
     scans every file: a regex alternation over the text costs 10x more)."""
     found = set()
-    for holder in OPTION_HOLDERS:
+    for holder in (*OPTION_HOLDERS, *OPTION_HOLDER_ENDINGS):
         key = holder + "."
         at = text.find(key)
         while at != -1:
-            if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+            if at == 0 or holder[0] == "_" or not (text[at - 1].isalnum() or text[at - 1] == "_"):
                 m = _OPTION_PATH.match(text, at + len(key))
                 if m:
                     path = m.group(0)
@@ -346,6 +354,14 @@ def _declared_options(text: str) -> dict[str, str]:
             setting = _SETTING.match(re.sub(r"#[^\n]*", "", part))
             if setting:
                 add(*setting.groups())
+    for m in _SETTINGS_CLASS.finditer(text):  # `num_discrete_actions: int | None = None` in a settings class
+        end = _NEXT_TOP_LEVEL.search(text, m.end())
+        body = text[m.end(): end.start() if end else len(text)]
+        indent = None
+        for field in _FIELD.finditer(body):
+            indent = indent or field.group(1)
+            if field.group(1) == indent:  # the class's own fields, not a method's locals
+                add(field.group(2), field.group(3))
     for m in _ADD_ARGUMENT.finditer(text):
         call = "".join(_top_level_parts(text, m.end(), 4000, ",")) + ")"
         flag, dest = _FLAG.match(call), _DEST.search(call)

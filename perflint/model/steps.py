@@ -424,7 +424,9 @@ class Steps:
                 return LoopKind(OUTER, inner)
             return LoopKind(STEP, (("runs every step: each iteration runs `{}`", own),
                                    ("loop at `{}`", _header(node))))
-        if iterable is not None and self._few(iterable, sources):
+        if iterable is not None and self._few(iterable, sources) and not (len(frame.loops()) > 1 and any(
+                model.sites[c][0].loop is frame and self._trains(c) for c in calls)):
+            # (inside another loop, a few minibatches each with its own `backward()` are steps all the same)
             return LoopKind(SMALL)
         if iterable is not None and _over_model_tensors(sources):
             return LoopKind(NEUTRAL)

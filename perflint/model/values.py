@@ -19,7 +19,7 @@ import libcst as cst
 from perflint.model import torchapi as api
 from perflint.model.names import dotted, int_value, keyword, positional, string_value
 from perflint.model.program import Binding, ClassInfo, FileModel, FunctionInfo, Frame
-from perflint.model.project import OPTION_HOLDERS
+from perflint.model.project import OPTION_HOLDER_ENDINGS, OPTION_HOLDERS
 
 # Kinds.
 TENSOR = "tensor"
@@ -754,13 +754,17 @@ class Values:
         if found is None:
             found = self.model._memo["option-defaults"] = {
                 name: ast.literal_eval(text) for name, text in self.model.facts.options}
-            # An option this file derives once from declared ones: `args.prefetcher = not args.no_prefetcher`
+            # An option this file derives once from declared ones: `args.prefetcher = not args.no_prefetcher`;
+            # one it sets (`args.num_iterations = args.total_timesteps // args.batch_size`, declared as 0 "computed
+            # at runtime") has the value set, or none this scan can tell.
             derived: dict[str, list] = {}
             for assign in self.model.nodes(cst.Assign):
                 for target in assign.targets:
                     path = option_path(target.target) if isinstance(target.target, cst.Attribute) else None
-                    if path is not None and path not in found:
+                    if path is not None:
                         derived.setdefault(path, []).append(assign.value)
+            for path in derived:
+                found.pop(path, None)
             for path, values in derived.items():
                 value = self.default_of(values[0]) if len(values) == 1 else _NO_DEFAULT
                 if value is not _NO_DEFAULT:
@@ -1418,4 +1422,4 @@ def option_holder(node: cst.CSTNode) -> bool:
     """`args`, `opt` (a parsed command line), or `self.args`, `self.opt` (one kept by a trainer object)."""
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
         node = node.attr
-    return isinstance(node, cst.Name) and node.value in OPTION_HOLDERS
+    return isinstance(node, cst.Name) and (node.value in OPTION_HOLDERS or node.value.endswith(OPTION_HOLDER_ENDINGS))
