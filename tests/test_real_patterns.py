@@ -2393,6 +2393,23 @@ def test_a_model_a_loop_runs_through_another_method_gets_that_method_compiled():
     assert "`vae = torch.compile(vae)`" in plain[4]
 
 
+def test_a_model_kept_on_an_attribute_and_called_is_compiled_whole():
+    # efficientvit's evaluator: `self.model(images)` runs the model itself, not a method named `model`.
+    src = """
+        import torch
+        from models import DCAE
+        class Evaluator:
+            def __init__(self):
+                model = DCAE()
+                self.model = model.cuda()
+            def run(self, loader):
+                for images in loader:
+                    out = self.model(images.cuda(non_blocking=True))
+    """
+    found = {f.line: f.message for f in run({"evaluate.py": src}) if f.code == "PFL401"}
+    assert sorted(found) == [6] and "through its" not in found[6] and "`model = torch.compile(model)`" in found[6]
+
+
 @pytest.mark.parametrize("wrapper", [
     # Stability's generative-models: `torch.compile` picked as a value, applied on the next line.
     """

@@ -82,14 +82,14 @@ warm): the eager backend does not fuse, so it would prove nothing.
         runs: dict[cst.CSTNode, tuple[cst.Call, Step]] = {}
         methods: dict[cst.CSTNode, str] = {}  # models whose every-step run is a method other than `forward`
         for call in model.calls:
-            origin = self._module_run(model, values, call)
+            origin, method = self._module_run(model, values, call)
             if origin is None or origin in runs:
                 continue
             step = steps.at(call)
             if step.hot:
                 runs[origin] = (call, step)
-                if isinstance(call.func, cst.Attribute) and method_name(call) != "forward":
-                    methods[origin] = method_name(call)  # `vae.encode(x)`
+                if method not in (None, "forward"):
+                    methods[origin] = method  # `vae.encode(x)`
         runners = dict(model.facts.runners)  # classes of the run that call a method of the model they keep
         for call in model.calls:  # handed to another file's loop
             name = dotted(call.func) or ""
@@ -134,19 +134,21 @@ warm): the eager backend does not fuse, so it would prove nothing.
         return v.device == ON_DEVICE
 
     @staticmethod
-    def _module_run(model: FileModel, values: Values, call: cst.Call) -> cst.CSTNode | None:
-        """The construction of the model this call runs (its forward, or a forward-like method)."""
+    def _module_run(model: FileModel, values: Values, call: cst.Call) -> tuple[cst.CSTNode | None, str | None]:
+        """The construction of the model this call runs, and the method it runs when not the model itself
+        (`vae.encode(x)`; None for `model(x)`, `self.model(x)`)."""
         func = call.func
         if model.qualname(func) is not None:
-            return None
+            return None, None
+        method = None
         if isinstance(func, cst.Attribute) and method_name(call) in api.FORWARD_METHODS:
-            v = values.value(func.value)
+            v, method = values.value(func.value), method_name(call)
         else:
             v = values.value(func)
         if v.kind != MODULE or v.origin is None or not _worth_compiling(model, v.origin) \
                 or _inside_a_module(model, values, v.origin):
-            return None
-        return v.origin
+            return None, None
+        return v.origin, method
 
 
 def _double_backward(model: FileModel) -> bool:
