@@ -20,8 +20,9 @@ class ModuleNotCompiled(Rule):
     code = "PFL401"
     name = "module-not-compiled"
     summary = "a model runs every step and its program never calls `torch.compile`"
-    message = "`{name}` runs every step op by op, and this program never compiles it: " \
-              "`{name} = torch.compile({name})` fuses its elementwise work and cuts launch overhead"
+    message = "`{name}` runs every step op by op, and this program never compiles it: `{name}.compile()` fuses " \
+              "its elementwise work and cuts launch overhead (in place, unlike `torch.compile({name})`, whose " \
+              "wrapper prefixes its state_dict keys with `_orig_mod.`)"
     method_message = "`{name}` runs every step op by op (through its `{method}`), and this program never compiles " \
                      "it: `{name}.{method} = torch.compile({name}.{method})` fuses its elementwise work and cuts " \
                      "launch overhead (`torch.compile({name})` would compile only `forward`)"
@@ -42,7 +43,8 @@ for x, y in loader:
     optimizer.step()
 """
     instead = """
-model = torch.compile(Net().to(device))
+model = Net().to(device)
+model.compile()  # in place: `model` stays a `Net`, its state_dict keys unchanged
 for x, y in loader:
     loss = loss_fn(model(x.to(device)), y.to(device))
     loss.backward()
