@@ -2539,3 +2539,31 @@ def test_a_few_minibatches_inside_another_loop_each_with_backward_are_steps():
                     old_approx_kl = loss.mean().item()
     """
     assert (27, "PFL101") in codes({"ppo.py": src})
+
+
+def test_a_flag_parameter_no_file_of_the_program_passes_keeps_its_default():
+    # audiocraft's diffusion schedule: `generate(..., return_list=False)` copies each step's sample to the host
+    # only for a caller that asks, and no solver of the program does.
+    schedule = """
+        import torch
+        class Schedule:
+            def generate(self, model, x, steps, return_list: bool = False):
+                out, x = [], x.cuda()
+                for t in range(steps):
+                    x = model(x, torch.full((1,), t, device=x.device))
+                    if return_list:
+                        out.append(x.cpu())
+                return out if return_list else x
+    """
+    solver = """
+        from schedule import Schedule
+        def evaluate(model, loader):
+            for noise in loader:
+                samples = Schedule().generate(model, noise, 50)
+    """
+    assert (9, "PFL103") not in codes({"schedule.py": schedule, "solver.py": solver})
+    # A file of the program that passes the flag by keyword puts the branch back on the path.
+    asks = solver.replace("noise, 50)", "noise, 50, return_list=True)")
+    assert (9, "PFL103") in codes({"schedule.py": schedule, "solver.py": asks})
+    # Linted alone, the file cannot tell who passes what: reported.
+    assert (9, "PFL103") in codes({"schedule.py": schedule})

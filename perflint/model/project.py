@@ -9,6 +9,7 @@ are part of its cache key.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -45,6 +46,10 @@ _SETTINGS_CLASS = re.compile(r"^class[ \t]+\w*(?:Config|Cfg|Args|Arguments|Optio
 _FIELD = re.compile(r"""^([ \t]+)(\w+)[ \t]*(?::[^=\n]+)?=[ \t]*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|"""
                     r"""'[^'\\\n]*'|"[^"\\\n]*")[ \t]*(?:#.*)?$""", re.MULTILINE)
 _SETTINGS_WORDS = ("Config", "Cfg", "Args", "Arguments", "Options", "Settings", "Params")
+# A name given a boolean in the text (`return_list=False` in a signature, `return_list: bool = False`, a call's
+# `flag=True`, an assignment): the candidates for flag parameters, and what a file may pass (`name=`).
+_BOOL_DEFAULT = re.compile(r"\b(\w+)[ \t]*(?::[^=\n()]*)?=[ \t]*(?:True|False)\b")
+_ASSIGNED = re.compile(r"\b(\w+)[ \t]*=(?!=)")
 _PUNCTUATION = re.compile(r"[()\[\]{},]")
 _ADD_ARGUMENT = re.compile(r"\.add_argument\(")
 _FLAG = re.compile(r"""^\s*(?:['"]-[\w-]*['"]\s*,\s*)*['"]--([\w-]+)['"]""")
@@ -105,6 +110,10 @@ class FileFacts:
     # run a method of it other than `forward` (`DDIMSampler(model)`, whose steps call `model.apply_model`):
     # (("DDIMSampler", "apply_model"), ...); "" for one that calls none.
     runners: tuple[tuple[str, str], ...] = ()
+    # Names of its boolean parameters (`def generate(..., return_list=False)`) that another file of its program
+    # may pass by keyword (it writes `return_list=` somewhere); None when the run holds no other file of the
+    # program. A flag no file passes has its default wherever the file has no call of the function.
+    flags_passed: frozenset[str] | None = None
 
     def key(self) -> str:
         flags = "".join("1" if v else "0" for v in (self.torch, self.test_file, self.device_work, self.compiles,
@@ -112,8 +121,9 @@ class FileFacts:
                                                      self.unused))
         options = ",".join(f"{n}={v}" for n, v in self.options)
         runners = ",".join(f"{n}={m}" for n, m in self.runners)
+        passed = "-" if self.flags_passed is None else ",".join(sorted(self.flags_passed))
         return (f"{flags}:{','.join(sorted(self.local_imports))}:{options}:{','.join(sorted(self.read_backs))}:"
-                f"{','.join(sorted(self.unused_classes))}:{runners}")
+                f"{','.join(sorted(self.unused_classes))}:{runners}:{passed}")
 
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
@@ -155,7 +165,7 @@ class Scan:
 
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
-                 "runs_code", "dynamic_imports", "lone_classes", "runners")
+                 "runs_code", "dynamic_imports", "lone_classes", "runners", "flags", "assigned")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
         """`run`: the file is one of a run's, so the options it reads are scanned even where it declares none
@@ -234,6 +244,9 @@ class Scan:
         # self)`): none of its own code uses them (a subclass, an `__all__` entry would name them again).
         self.lone_classes = _lone_classes(text) if run and "class " in text else frozenset()
         self.runners = _runners(text) if "def __init__(self" in text else {}
+        self.flags = frozenset(_BOOL_DEFAULT.findall(text)) if "def " in text and ("False" in text or "True" in text) \
+            else frozenset()
+        self.assigned = frozenset(_ASSIGNED.findall(text)) if run else frozenset()
 
     def compiled_by_default(self, true_defaults: set[str]) -> bool:
         """Whether one of its compile calls runs without a flag, or under a flag that defaults to on."""
@@ -463,6 +476,7 @@ class Project:
         self._options: dict[str, dict[str, str]] = {}  # per file: the options its program declares
         self._read_back_names = set().union(*(s.read_backs for s in scans.values()))
         self._runner_names = set().union(*(s.runners for s in scans.values()))
+        self._flags_passed: dict[str, frozenset[str]] = {}  # per file of a program of several files
         importers, wholesale = self._imports()
         self._programs = self._connect(importers)
         unseen = any(s.dynamic_imports for s in self.scans.values())  # a file imports by a computed name
@@ -558,6 +572,11 @@ class Project:
         program_options: dict[str, dict[str, str]] = {}
         for path, scan in self.scans.items():
             members.setdefault(find(path), []).append(scan)
+        for scans in members.values():  # per file: its flags that another file of its program names with `=`
+            if len(scans) > 1:
+                written = Counter(n for s in scans for n in s.assigned)
+                for s in scans:
+                    self._flags_passed[s.path] = frozenset(n for n in s.flags if written[n] > (n in s.assigned))
         programs = {}
         for root, scans in members.items():
             device_work = any(s.device_work for s in scans if s.torch_direct)
@@ -632,7 +651,7 @@ class Project:
                          custom_to=custom_to, local_imports=local, options=_read_options(scan, self._options[path]),
                          read_backs=frozenset(read_backs), unused=path in self._unused,
                          unused_classes=self._unused_classes.get(path, frozenset()),
-                         runners=tuple(sorted(runners.items())))
+                         runners=tuple(sorted(runners.items())), flags_passed=self._flags_passed.get(path))
 
 
 def _common(a: str, b: str) -> tuple:

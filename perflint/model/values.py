@@ -776,7 +776,9 @@ class Values:
         (`validate(..., hparams.distributed_run, rank)` with `distributed_run=False`); `_NO_DEFAULT` otherwise,
         and for a function no call of this file runs (its callers elsewhere pass what they need)."""
         calls = self.callers().get(info, ())
-        if not calls or len(calls) > 8:
+        if not calls:
+            return self._unpassed_flag(param, depth)
+        if len(calls) > 8:
             return _NO_DEFAULT
         if info.cls is None and not info.name.startswith("_") and "__main__" not in self.model.text:
             return _NO_DEFAULT  # a library's public function: other files call it with their own values
@@ -794,6 +796,18 @@ class Values:
                 return _NO_DEFAULT
             found.append(value)
         return found[0]
+
+    def _unpassed_flag(self, param: cst.Param, depth: int):
+        """The default of a boolean parameter of a function this file never calls when no file of its program
+        passes it by keyword (`return_list=False`, that no caller sets: the branch it guards does not run);
+        `_NO_DEFAULT` otherwise. A caller that passes it by position is not seen."""
+        passed, name = self.model.facts.flags_passed, param.name.value
+        if passed is None or name in passed or param.default is None \
+                or not (isinstance(param.default, cst.Name) and param.default.value in ("True", "False")) \
+                or any(keyword(call, name) is not None or any(a.star == "**" for a in call.args)
+                       for call in self.model.calls):
+            return _NO_DEFAULT
+        return self.default_of(param.default, depth + 1)
 
     def _passed_here(self, init: FunctionInfo, param: cst.Param) -> bool:
         """Whether a call in this file builds the constructor's class passing `param` (then its default is not
