@@ -20,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from perflint import __version__
-from perflint.model.crossfile import CallOut, FileResult
+from perflint.model.crossfile import SITES, CallOut, FileResult
 from perflint.rule import Edit, Finding, Fix
 
 
@@ -30,7 +30,7 @@ def digest(data: bytes) -> str:
 
 def _encode(f: Finding) -> list:
     return [f.line, f.col, f.end_line, f.end_col, f.code, f.name, f.message, f.severity,
-            asdict(f.fix) if f.fix else None, list(f.evidence), list(f.requires), f.cell, f.assumed]
+            asdict(f.fix) if f.fix else None, list(f.evidence), list(f.requires), f.cell, f.assumed, f.within]
 
 
 def _int(value) -> int:
@@ -53,9 +53,9 @@ def _position(value) -> tuple[int, int]:
 
 def _decode(path: str, row) -> Finding:
     """A finding from a cache row; ValueError (or a KeyError/TypeError inside a fix) when it is not one."""
-    if not isinstance(row, list) or len(row) != 13:
+    if not isinstance(row, list) or len(row) != 14:
         raise ValueError(row)
-    line, col, end_line, end_col, code, name, message, severity, fix, evidence, requires, cell, assumed = row
+    line, col, end_line, end_col, code, name, message, severity, fix, evidence, requires, cell, assumed, within = row
     if fix is not None:
         fix = Fix(_str(fix["applicability"]), _str(fix["message"]),
                   tuple(Edit(_str(e["content"]), _position(e["start"]), _position(e["end"])) for e in fix["edits"]))
@@ -63,23 +63,23 @@ def _decode(path: str, row) -> Finding:
         raise ValueError(row)
     return Finding(path, _int(line), _int(col), _int(end_line), _int(end_col), _str(code), _str(name),
                    _str(message), _str(severity), fix, tuple(map(_str, evidence)), tuple(map(_str, requires)),
-                   None if cell is None else _int(cell), assumed)
+                   None if cell is None else _int(cell), assumed, _str(within))
 
 
 def _encode_call(c: CallOut) -> list:
-    return [c.level, c.module, c.name, list(c.member), list(c.requires), list(c.where), c.assumed]
+    return [c.level, c.module, c.name, list(c.member), list(c.requires), list(c.where), c.assumed, c.site]
 
 
 def _decode_call(row) -> CallOut:
-    if not isinstance(row, list) or len(row) != 7:
+    if not isinstance(row, list) or len(row) != 8:
         raise ValueError(row)
-    level, module, name, member, requires, where, assumed = row
+    level, module, name, member, requires, where, assumed, site = row
     if not isinstance(member, list) or not isinstance(requires, list) or not isinstance(where, list) \
-            or len(where) != 4 or type(assumed) is not bool:
+            or len(where) != 4 or type(assumed) is not bool or site not in SITES:
         raise ValueError(row)
     return CallOut(_int(level), _str(module), None if name is None else _str(name), tuple(map(_str, member)),
                    tuple(map(_str, requires)), (_str(where[0]), _str(where[1]), _int(where[2]), _int(where[3])),
-                   assumed)
+                   assumed, site)
 
 
 def _linter_stamp() -> list:

@@ -23,6 +23,7 @@ from libcst._nodes.internal import CodegenState
 from perflint.model.crossfile import FileResult, calls_out
 from perflint.model.program import FileModel, Walker
 from perflint.model.project import FileFacts
+from perflint.model.steps import Steps
 from perflint.limits import too_deep
 from perflint.positions import node_ranges, physical_lines, statement_ranges
 from perflint.tree import children
@@ -132,6 +133,7 @@ class Linter:
         lines = physical_lines(text)
         indents = None  # enclosing block indentation of fix targets, computed at the first fix
         out = []
+        steps = Steps.of(model)
         for p in pending:
             line, col, end_line, end_col = ranges[p.node]
             if p.end_node is not None and p.end_node in ranges:
@@ -151,7 +153,8 @@ class Linter:
             evidence = tuple(_evidence(module, ranges, text, node) for text, node in p.evidence
                              if node is None or node in ranges)
             out.append(Finding(path, line, col + 1, end_line, end_col + 1, p.rule.code, p.rule.name,
-                               p.message, p.rule.severity, fix, evidence, p.requires, assumed=p.assumed))
+                               p.message, p.rule.severity, fix, evidence, p.requires, assumed=p.assumed,
+                               within="" if p.requires else steps.uncalled_function(p.node)))
         return out
 
 

@@ -61,6 +61,10 @@ class Finding:
     # It holds only if a module's `forward` runs every step (no loop the linter sees runs it: Step.assumed).
     # A run shows it only with `assume-forward-per-step = true` (for libraries of modules).
     assumed: bool = False
+    # The function of this file (qualified name) around the finding that this file never calls: other files
+    # decide whether it runs at all. A run whose every call of it lies where the defaults never go (`elif
+    # args.sample_type == "ddpm_noisy":` with another default) drops the finding (model/crossfile.py).
+    within: str = ""
 
     @property
     def url(self) -> str:
@@ -87,6 +91,7 @@ class Pending:
     end_node: cst.CSTNode | None = None  # where the finding's range ends, when it spans several statements
     requires: tuple[str, ...] = ()  # see Finding.requires
     assumed: bool = False  # see Finding.assumed
+    within: str = ""  # see Finding.within
 
 
 class Rule:

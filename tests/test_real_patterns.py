@@ -2567,3 +2567,54 @@ def test_a_flag_parameter_no_file_of_the_program_passes_keeps_its_default():
     assert (9, "PFL103") in codes({"schedule.py": schedule, "solver.py": asks})
     # Linted alone, the file cannot tell who passes what: reported.
     assert (9, "PFL103") in codes({"schedule.py": schedule})
+
+
+DDIM_MAIN = """
+    import argparse
+    from runner import Diffusion
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sample_type", type=str, default="generalized")
+    args = parser.parse_args()
+    Diffusion(args).sample()
+"""
+DDIM_RUNNER = """
+    import torch
+    class Diffusion:
+        def __init__(self, args):
+            self.args = args
+            self.model = Model().cuda()
+        def sample(self):
+            x = torch.randn(8, 3, 32, 32, device="cuda")
+            if self.args.sample_type == "generalized":
+                from functions.denoising import generalized_steps
+                x = generalized_steps(x, self.model)
+            elif self.args.sample_type == "ddpm_noisy":
+                from functions.denoising import ddpm_steps
+                x = ddpm_steps(x, self.model)
+            return x
+"""
+DDIM_STEPS = """
+    import torch
+    def generalized_steps(x, model):
+        for i in reversed(range(1000)):
+            t = (torch.ones(x.size(0)) * i).to(x.device)
+            x = model(x, t)
+        return x
+    def ddpm_steps(x, model):
+        for i in reversed(range(1000)):
+            t = (torch.ones(x.size(0)) * i).to(x.device)
+            x = model(x, t)
+        return x
+"""
+
+
+def test_a_function_the_program_calls_only_where_the_defaults_never_go_is_not_reported():
+    # DDIM: `functions/denoising.py` holds a sampler per `--sample_type`, each imported and called in its own
+    # branch; the default picks `generalized_steps`, so `ddpm_steps` never runs.
+    files = {"main.py": DDIM_MAIN, "runner.py": DDIM_RUNNER, "functions/denoising.py": DDIM_STEPS}
+    assert [(line, code) for line, code in codes(files, "functions/denoising.py") if code == "PFL201"] == [(5, "PFL201")]
+    other = dict(files, **{"main.py": DDIM_MAIN.replace('default="generalized"', 'default="ddpm_noisy"')})
+    assert [(line, code) for line, code in codes(other, "functions/denoising.py") if code == "PFL201"] == [(10, "PFL201")]
+    # A call of it on the default path, even one that runs once, keeps it.
+    once = dict(files, **{"main.py": DDIM_MAIN + "    from functions.denoising import ddpm_steps\n    ddpm_steps(x, net)\n"})
+    assert (10, "PFL201") in codes(once, "functions/denoising.py")

@@ -41,6 +41,13 @@ class CallOut:
     # argument count, occurrence); `line_of` turns it into a line only for the calls a finding cites.
     where: tuple[str, str, int, int]
     assumed: bool = False  # made every step only as part of a module's forward (see Step.assumed)
+    # "": made every step here (or if `requires` is); "cold": made where it runs, not every step; "off": made
+    # only where the defaults never go. The last two reach nothing: they tell `Reach.judged` whether every
+    # call of a function lies off the default path.
+    site: str = ""
+
+
+SITES = ("", "cold", "off")
 
 
 @dataclass
@@ -76,6 +83,10 @@ def calls_out(model: FileModel) -> list[CallOut]:
             continue
         step = steps.at(call)
         if not step.hot and not step.unless:
+            site = "off" if steps.never_taken(model.sites[call][0]) else "cold"
+            if (target, site) not in seen:
+                seen.add((target, site))
+                out.append(CallOut(*target, (), _where(model, call), False, site))
             continue
         assumed = step.hot and step.assumed  # made in a module's forward: hot for certain if a loop runs it
         requires = tuple(f.qualname for f in step.unless) if assumed or not step.hot else ()
@@ -201,11 +212,17 @@ class Reach:
 
     def __init__(self, project, calls: dict[str, list[CallOut]], text_of, shown=lambda path: path) -> None:
         self.text_of, self.shown = text_of, shown
+        # (path, qualname) -> the kinds of the calls of it that reach nothing ("cold", "off"; CallOut.site)
+        self.sites: dict[tuple[str, str], set[str]] = {}
         edges = []  # (caller path, requires, callee path, callee qualname, where, assumed)
         for path, out in calls.items():
             for c in out:
                 target = project.function_file(path, c.level, c.module, c.name, c.member)
-                if target is not None and target[0] != path:
+                if target is None or target[0] == path:
+                    continue
+                if c.site:
+                    self.sites.setdefault(target, set()).add(c.site)
+                else:
                     edges.append((path, c.requires, target[0], target[1], c.where, c.assumed))
         # (path, qualname) -> (caller, where, assumed): assumed when every path found to it runs through a
         # module's forward (Step.assumed); a path from a loop the linter sees replaces one through a forward.
@@ -232,8 +249,9 @@ class Reach:
         self._why: dict[tuple[str, str], str] = {}
 
     def judged(self, path: str, result: FileResult) -> list[Finding]:
-        """The file's findings, and those of its conditional findings whose function is reached."""
-        out = list(result.findings)
+        """The file's findings, and those of its conditional findings whose function is reached; not those in
+        a function that the run calls only where the defaults never go (Finding.within)."""
+        out = [f for f in result.findings if not f.within or not self._only_off(path, f.within)]
         for f in result.conditional:
             reached = [r for r in f.requires if (path, r) in self.hot]
             seen = next((r for r in reached if not self.hot[(path, r)][2]), None)  # run by a seen loop
@@ -245,6 +263,10 @@ class Reach:
                 out.append(replace(f, requires=(), evidence=(*f.evidence, self._evidence(path, reached[0])),
                                    assumed=True))
         return out
+
+    def _only_off(self, path: str, qualname: str) -> bool:
+        """Whether every call of the function that the run makes lies off the default path (and it makes one)."""
+        return self.sites.get((path, qualname)) == {"off"} and (path, qualname) not in self.hot
 
     def _evidence(self, path: str, qualname: str) -> str:
         key = (path, qualname)

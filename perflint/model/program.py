@@ -647,14 +647,13 @@ class Walker:
         model = self.model
         if isinstance(node.names, cst.ImportStar):
             return
-        if model.frame.kind == "module":
-            module = dotted(node.module) if node.module is not None else ""
-            for alias in node.names:
-                name = dotted(alias.name)
-                local = alias.asname.name.value if alias.asname is not None \
-                    and isinstance(alias.asname.name, cst.Name) else name
-                if name and local and module is not None:
-                    model.imports[local] = (len(node.relative), module, name)
+        module = dotted(node.module) if node.module is not None else ""
+        for alias in node.names:  # a function's own imports too (`from functions.denoising import ddpm_steps` in
+            name = dotted(alias.name)  # the branch that samples with it), where the module's do not name it
+            local = alias.asname.name.value if alias.asname is not None \
+                and isinstance(alias.asname.name, cst.Name) else name
+            if name and local and module is not None and (model.frame.kind == "module" or local not in model.imports):
+                model.imports[local] = (len(node.relative), module, name)
         if node.relative or node.module is None:
             return
         base = dotted(node.module)

@@ -163,6 +163,19 @@ class Steps:
                 return NOT_PER_STEP
         return NOT_PER_STEP
 
+    def uncalled_function(self, node: cst.CSTNode) -> str:
+        """The qualified name of the outermost function around `node` when this file neither calls it nor
+        hands it on: whether it runs is up to other files (Finding.within); "" otherwise."""
+        site = self.model.sites.get(node)
+        function = outer = site[0].function if site is not None else None
+        while function is not None:
+            outer = function
+            parent = function.frame.parent if function.frame is not None else None
+            function = parent.function if parent is not None else None
+        if outer is None or outer.is_lambda or self.values.callers().get(outer) or self.values.passed().get(outer):
+            return ""
+        return outer.qualname
+
     def off_by_default(self, frame: Frame) -> cst.BaseExpression | None:
         """The condition of an enclosing branch that does not hold with the code's defaults (`if
         args.val_loss_every > 0 and ...:` with a default of 0), memoized per frame."""
