@@ -2618,3 +2618,22 @@ def test_a_function_the_program_calls_only_where_the_defaults_never_go_is_not_re
     # A call of it on the default path, even one that runs once, keeps it.
     once = dict(files, **{"main.py": DDIM_MAIN + "    from functions.denoising import ddpm_steps\n    ddpm_steps(x, net)\n"})
     assert (10, "PFL201") in codes(once, "functions/denoising.py")
+
+
+def test_a_function_called_only_off_the_default_path_stays_dropped_from_the_cache(tmp_path, monkeypatch, capsys):
+    from perflint.cli import main
+
+    for path, src in {"main.py": DDIM_MAIN, "runner.py": DDIM_RUNNER, "functions/denoising.py": DDIM_STEPS}.items():
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        (tmp_path / path).write_text(textwrap.dedent(src))
+    monkeypatch.chdir(tmp_path)
+
+    def lines():
+        main(["--select", "PFL201", "--output-format", "json", "."])
+        return sorted(f["location"]["row"] for f in json.loads(capsys.readouterr().out)
+                      if f["filename"].endswith("denoising.py"))
+
+    assert lines() == [5] and (tmp_path / ".perflint_cache").exists()
+    assert lines() == [5]  # from the cache
+    (tmp_path / "main.py").write_text(textwrap.dedent(DDIM_MAIN.replace('"generalized"', '"ddpm_noisy"')))
+    assert lines() == [10]  # main.py changed; the other two files come from the cache
