@@ -45,11 +45,13 @@ _SETTINGS_CLASS = re.compile(r"^class[ \t]+\w*(?:Config|Cfg|Args|Arguments|Optio
                              re.MULTILINE)
 _FIELD = re.compile(r"""^([ \t]+)(\w+)[ \t]*(?::[^=\n]+)?=[ \t]*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|"""
                     r"""'[^'\\\n]*'|"[^"\\\n]*")[ \t]*(?:#.*)?$""", re.MULTILINE)
-_SETTINGS_WORDS = ("Config", "Cfg", "Args", "Arguments", "Options", "Settings", "Params")
-# A name given a boolean in the text (`return_list=False` in a signature, `return_list: bool = False`, a call's
-# `flag=True`, an assignment): the candidates for flag parameters, and what a file may pass (`name=`).
-_BOOL_DEFAULT = re.compile(r"\b(\w+)[ \t]*(?::[^=\n()]*)?=[ \t]*(?:True|False)\b")
-_ASSIGNED = re.compile(r"\b(\w+)[ \t]*=(?!=)")
+_SETTINGS_NAME = re.compile(r"class[ \t]+\w*(?:Config|Cfg|Args|Arguments|Options|Settings|Params)\b")  # (fast: a
+# literal start; `_SETTINGS_CLASS`, anchored at a line start, then checks the one that matched)
+# `name=` after `(` or `,`: a keyword argument or a parameter's default, with its annotation and, when it is
+# one, the boolean given. Names given a boolean are the candidates for flag parameters (`return_list=False`,
+# `return_list: bool = False`); unannotated ones are what a file may pass (`return_list=True`). Starting at
+# `(` or `,` lets the regex engine skip ahead (4x faster than at every word), and one pass finds both.
+_KEYWORD = re.compile(r"[(,]\s*(\w+)[ \t]*(:[^=\n()]*)?=(?!=)[ \t]*(True\b|False\b)?")
 _PUNCTUATION = re.compile(r"[()\[\]{},]")
 _ADD_ARGUMENT = re.compile(r"\.add_argument\(")
 _FLAG = re.compile(r"""^\s*(?:['"]-[\w-]*['"]\s*,\s*)*['"]--([\w-]+)['"]""")
@@ -232,8 +234,8 @@ class Scan:
         self.true_defaults = {n.replace("-", "_") for pattern in _TRUE_DEFAULTS for n in pattern.findall(text)} \
             if calls or "True" in text else set()
         self.options = _declared_options(text) if "add_argument(" in text or "_C." in text or any(
-            f"{w}(" in text for w in _SETTINGS_CLASSES) or "class " in text and any(
-            w in text for w in _SETTINGS_WORDS) else {}
+            f"{w}(" in text for w in _SETTINGS_CLASSES) or "class " in text and \
+            _SETTINGS_NAME.search(text) and _SETTINGS_CLASS.search(text) else {}
         self.option_reads = _option_reads(text) if run or self.options else set()
         self.read_backs = _read_backs(text) if ".item()" in text or ".tolist()" in text else frozenset()
         # Whether importing or running it does anything beyond defining: a script, a `__main__` guard.
@@ -244,9 +246,11 @@ class Scan:
         # self)`): none of its own code uses them (a subclass, an `__all__` entry would name them again).
         self.lone_classes = _lone_classes(text) if run and "class " in text else frozenset()
         self.runners = _runners(text) if "def __init__(self" in text else {}
-        self.flags = frozenset(_BOOL_DEFAULT.findall(text)) if "def " in text and ("False" in text or "True" in text) \
-            else frozenset()
-        self.assigned = frozenset(_ASSIGNED.findall(text)) if run else frozenset()
+        # Names given a boolean, and names passed as keywords (only for a run: a file linted on its own knows
+        # nothing of its callers).
+        keywords = _KEYWORD.findall(text) if run else ()
+        self.flags = frozenset(name for name, _, given in keywords if given)
+        self.assigned = frozenset(name for name, annotation, _ in keywords if not annotation)
 
     def compiled_by_default(self, true_defaults: set[str]) -> bool:
         """Whether one of its compile calls runs without a flag, or under a flag that defaults to on."""
