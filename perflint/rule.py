@@ -91,7 +91,6 @@ class Pending:
     end_node: cst.CSTNode | None = None  # where the finding's range ends, when it spans several statements
     requires: tuple[str, ...] = ()  # see Finding.requires
     assumed: bool = False  # see Finding.assumed
-    within: str = ""  # see Finding.within
 
 
 class Rule:

@@ -41,12 +41,11 @@ OPTION_HOLDERS = frozenset({"args", "opt", "opts", "options", "flags", "FLAGS", 
                             "cfg", "config"})
 OPTION_HOLDER_ENDINGS = ("_config", "_cfg")  # `self.policy_config.num_discrete_actions`
 # A settings class (`@dataclass class SACConfig:`, `class NeoXArgs:`): its fields' literal defaults are options.
-_SETTINGS_CLASS = re.compile(r"^class[ \t]+\w*(?:Config|Cfg|Args|Arguments|Options|Settings|Params)\b[^\n]*:[ \t]*$",
-                             re.MULTILINE)
+# Looked for first with a literal start (fast), then anchored at a line start.
+_SETTINGS_NAME = re.compile(r"class[ \t]+\w*(?:Config|Cfg|Args|Arguments|Options|Settings|Params)\b")
+_SETTINGS_CLASS = re.compile(rf"^{_SETTINGS_NAME.pattern}[^\n]*:[ \t]*$", re.MULTILINE)
 _FIELD = re.compile(r"""^([ \t]+)(\w+)[ \t]*(?::[^=\n]+)?=[ \t]*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|"""
                     r"""'[^'\\\n]*'|"[^"\\\n]*")[ \t]*(?:#.*)?$""", re.MULTILINE)
-_SETTINGS_NAME = re.compile(r"class[ \t]+\w*(?:Config|Cfg|Args|Arguments|Options|Settings|Params)\b")  # (fast: a
-# literal start; `_SETTINGS_CLASS`, anchored at a line start, then checks the one that matched)
 # `name=` after `(` or `,`: a keyword argument or a parameter's default, with its annotation and, when it is
 # one, the boolean given. Names given a boolean are the candidates for flag parameters (`return_list=False`,
 # `return_list: bool = False`); unannotated ones are what a file may pass (`return_list=True`). Starting at
@@ -287,8 +286,7 @@ def _runners(text: str) -> dict[str, str]:
         name = m.group(1)
         if not any(w in name.lower() for w in api.RUNNER_WORDS):
             continue
-        end = _NEXT_TOP_LEVEL.search(text, m.end())
-        body = text[m.end(): end.start() if end else len(text)]
+        body = _top_level_block(text, m.end())
         init = _INIT_MODEL.search(body)
         if init is None or len(re.findall(rf"(?<![.\w]){init.group(1)}\b(?!\.\w+\b(?!\s*\())", body)) != 2:
             continue  # the model is used beyond the one assignment that keeps it (and reads of its attributes)
@@ -305,6 +303,12 @@ def _runners(text: str) -> dict[str, str]:
         # is what runs every step.
         found[name] = max(methods, key=methods.count) if methods else ""
     return found
+
+
+def _top_level_block(text: str, start: int) -> str:
+    """The text of a top-level class or function from `start` (past its header) to the next top-level line."""
+    end = _NEXT_TOP_LEVEL.search(text, start)
+    return text[start: end.start() if end else len(text)]
 
 
 def _option_reads(text: str) -> set[str]:
@@ -372,10 +376,8 @@ def _declared_options(text: str) -> dict[str, str]:
             if setting:
                 add(*setting.groups())
     for m in _SETTINGS_CLASS.finditer(text):  # `num_discrete_actions: int | None = None` in a settings class
-        end = _NEXT_TOP_LEVEL.search(text, m.end())
-        body = text[m.end(): end.start() if end else len(text)]
         indent = None
-        for field in _FIELD.finditer(body):
+        for field in _FIELD.finditer(_top_level_block(text, m.end())):
             indent = indent or field.group(1)
             if field.group(1) == indent:  # the class's own fields, not a method's locals
                 add(field.group(2), field.group(3))

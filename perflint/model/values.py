@@ -802,10 +802,16 @@ class Values:
         passes it by keyword (`return_list=False`, that no caller sets: the branch it guards does not run);
         `_NO_DEFAULT` otherwise. A caller that passes it by position is not seen."""
         passed, name = self.model.facts.flags_passed, param.name.value
-        if passed is None or name in passed or param.default is None \
-                or not (isinstance(param.default, cst.Name) and param.default.value in ("True", "False")) \
-                or any(keyword(call, name) is not None or any(a.star == "**" for a in call.args)
-                       for call in self.model.calls):
+        if passed is None or name in passed or not (isinstance(param.default, cst.Name)
+                                                    and param.default.value in ("True", "False")):
+            return _NO_DEFAULT
+        memo = self.model._memo
+        if "keywords-passed" not in memo:  # the keywords this file passes; None where it passes `**kwargs`
+            args = [a for call in self.model.calls for a in call.args]
+            memo["keywords-passed"] = None if any(a.star == "**" for a in args) else {
+                a.keyword.value for a in args if a.keyword is not None}
+        here = memo["keywords-passed"]
+        if here is None or name in here:
             return _NO_DEFAULT
         return self.default_of(param.default, depth + 1)
 

@@ -57,7 +57,8 @@ handed to a training or evaluation routine of another file (`train_one_epoch(mod
 `TrainLoop(model=model)`). A model handed to a class of the run that keeps it and runs a method of
 it other than `forward` (`DDIMSampler(model)`, whose steps call `model.apply_model`) gets that method
 compiled in the fix, since `torch.compile(model)` compiles only `forward`, and so does a model a loop
-runs through such a method (`vae.encode(x)`). A model handed to a class that keeps it and calls none of its methods is not reported. Quiet when the model's program (the files linked to it by imports) calls
+runs through such a method (`vae.encode(x)`). A model handed to a class that keeps it and calls none of
+its methods is not reported. Quiet when the model's program (the files linked to it by imports) calls
 `torch.compile`, `torch.jit.script`/`trace` or `torch.export` on a model anywhere, even behind a flag:
 the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
 losses, for models run a few fixed times (`for _ in range(3)`), for models that stay on the CPU (a
@@ -90,7 +91,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
             step = steps.at(call)
             if step.hot:
                 runs[origin] = (call, step)
-                if method not in (None, "forward"):
+                if method is not None:
                     methods[origin] = method  # `vae.encode(x)`
         runners = dict(model.facts.runners)  # classes of the run that call a method of the model they keep
         for call in model.calls:  # handed to another file's loop
@@ -137,14 +138,15 @@ warm): the eager backend does not fuse, so it would prove nothing.
 
     @staticmethod
     def _module_run(model: FileModel, values: Values, call: cst.Call) -> tuple[cst.CSTNode | None, str | None]:
-        """The construction of the model this call runs, and the method it runs when not the model itself
-        (`vae.encode(x)`; None for `model(x)`, `self.model(x)`)."""
+        """The construction of the model this call runs, and the method it runs when not `forward` (`vae.encode(x)`;
+        None for `model(x)`, `self.model(x)`, `model.forward(x)`)."""
         func = call.func
         if model.qualname(func) is not None:
             return None, None
         method = None
         if isinstance(func, cst.Attribute) and method_name(call) in api.FORWARD_METHODS:
-            v, method = values.value(func.value), method_name(call)
+            v = values.value(func.value)
+            method = method_name(call) if method_name(call) != "forward" else None
         else:
             v = values.value(func)
         if v.kind != MODULE or v.origin is None or not _worth_compiling(model, v.origin) \
