@@ -353,3 +353,23 @@ def test_typed_reader_gives_the_same_trace(key, monkeypatch):
     monkeypatch.setattr(typed, "_DECODER", None)
     general = load_trace(TRACES / FILES[key])
     assert repr(fast) == repr(general) and fast == general
+
+
+@pytest.mark.parametrize("key", ["df_index", "control", "resnet_legacy", "ns_res", "dlrm0"])
+def test_two_processes_read_each_real_trace_as_one(traces, key, monkeypatch):
+    """The forked read (perflint/trace/forked.py) on real files: every event, in order, and the metadata."""
+    import sys
+
+    import perflint.trace.load as load_module
+    from perflint.trace import forked
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the two-process read is Linux-only")
+    monkeypatch.setattr(load_module, "SPLIT_MIN", 0)  # dlrm0 is 0.6 MB: split it too
+    monkeypatch.setattr(forked, "available", lambda: True)
+    children = []
+    real = forked.Child.__init__
+    monkeypatch.setattr(forked.Child, "__init__", lambda self, work: (real(self, work), children.append(self))[0])
+    two = load_trace(TRACES / FILES[key], processes=2)
+    assert len(children) == 1 and children[0].result() is not None
+    assert two == traces[key] and two.device_properties == traces[key].device_properties

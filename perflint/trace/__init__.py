@@ -9,10 +9,18 @@
 Imports no torch: it reads files.
 """
 
-from perflint.trace.analyze import Figures, analyze, metrics, metrics_of, unavailable
-from perflint.trace.load import TraceError, load_trace
-from perflint.trace.model import Trace
-from perflint.trace.steps import StepError
+import importlib
 
-__all__ = ["Figures", "StepError", "Trace", "TraceError", "analyze", "load_trace", "metrics", "metrics_of",
-           "unavailable"]
+# Where each public name lives. Imported on first use (PEP 562), so that `perflint trace` can start
+# reading a file (perflint.trace.load) before it imports numpy and the analysis.
+_HOMES = {"Figures": "figures", "analyze": "figures", "metrics": "figures", "metrics_of": "figures",
+          "unavailable": "figures", "TraceError": "load", "load_trace": "load", "Trace": "model",
+          "StepError": "steps"}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"perflint.trace.{home}"), name)

@@ -23,7 +23,7 @@ from pathlib import Path, PurePath
 from typing import Any, Iterable
 
 from perflint.measures.events import EVENTS
-from perflint.trace.analyze import analyze
+from perflint.trace.figures import analyze
 from perflint.trace.device_columns import device_work
 from perflint.trace.hostindex import enclosing
 from perflint.trace.load import load_trace

@@ -12,6 +12,7 @@ one `TraceError` naming the file.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import gzip
 import io
@@ -19,9 +20,9 @@ import os
 import re
 import zlib
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from perflint.trace import msgspec_reader
+from perflint.trace import forked, msgspec_reader
 from perflint.trace.model import CommInfo, DeviceOp, HostOp, Inputs, RuntimeCall, Trace, TraceError
 
 try:  # optional speed-up (pip install torch-perflint[trace]): ISA-L inflates twice as fast as zlib
@@ -30,6 +31,7 @@ except ImportError:  # pragma: no cover - exercised by monkeypatching in the tes
     _isal = None
 _CORRUPT_GZIP = (EOFError, zlib.error, gzip.BadGzipFile) + ((_isal.error,) if _isal is not None else ())
 
+SPLIT_MIN = 8 * 2**20  # bytes of JSON text below which reading in one process is faster than forking
 STREAM_THRESHOLD = 256 * 2**20  # bytes of JSON text above which the dict reader streams the file
 TEXT_CHUNK = 64 << 10  # bytes of plain JSON read at a time by the typed reader
 GZIP_CHUNK = 4 << 10  # bytes of gzip inflated at a time by the typed reader
@@ -49,12 +51,15 @@ _GROUPS = {**{c: (0, k, c in _LEGACY) for c, k in _HOST.items()}, **{c: (1, None
 _STREAM_TID = re.compile(r"(-?\d+)\s*$")
 
 
-def load_trace(source: str | os.PathLike | Mapping | list, *, stream: bool | None = None) -> Trace:
+def load_trace(source: str | os.PathLike | Mapping | list, *, stream: bool | None = None,
+               processes: int = 1, meanwhile: Callable[[], None] | None = None) -> Trace:
     """A `Trace` from a file path or an already parsed trace (dict with "traceEvents", or a list of events).
 
-    With msgspec the file is read by the typed reader, streamed. Otherwise, or when the file does not fit
-    its schema, by the dict readers: stream=None picks their event-by-event streaming for files whose
-    JSON text exceeds STREAM_THRESHOLD; True/False force it."""
+    With msgspec the file is read by the typed reader, streamed; with processes=2 (the command's choice),
+    a forked child reads the second half of a text over SPLIT_MIN bytes, where `forked` allows, while this
+    process calls `meanwhile` (if given) and reads the first half.
+    Otherwise, or when the file does not fit the typed schema, by the dict readers: stream=None picks
+    their event-by-event streaming for files whose JSON text exceeds STREAM_THRESHOLD; True/False force it."""
     if isinstance(source, (Mapping, list)):
         with gc_paused():
             return _from_document(source, "<trace>")
@@ -63,7 +68,7 @@ def load_trace(source: str | os.PathLike | Mapping | list, *, stream: bool | Non
         with open(path, "rb") as f, gc_paused():
             gzipped = f.read(2) == b"\x1f\x8b"
             f.seek(0)
-            trace = _from_typed(f, gzipped, path)
+            trace = _from_typed(f, gzipped, path, processes > 1, meanwhile)
             if trace is not None:
                 return trace
             if stream is None:
@@ -123,17 +128,74 @@ def _text_size(f: io.BufferedReader, gzipped: bool) -> int:
     return size
 
 
-def _from_typed(f: io.BufferedReader, gzipped: bool, path: str) -> Trace | None:
+def _from_typed(f: io.BufferedReader, gzipped: bool, path: str, fork: bool = False,
+                meanwhile: Callable[[], None] | None = None) -> Trace | None:
     """The fast path (msgspec, `msgspec_reader.pieces`); None when msgspec is missing or the text does not fit
-    the typed schema."""
+    the typed schema. With `fork`, a forked child reads the second half (`forked`, `_tail`, `_join`)."""
     meta: dict[str, Any] = {}
+    split, child = None, None
+    if fork and msgspec_reader.XEvent is not None and (size := _text_size(f, gzipped)) >= SPLIT_MIN \
+            and forked.available():
+        split = size // 2
+        child = forked.Child(lambda: _tail(path, gzipped, split))
     try:
-        chunks = _text_chunks(f, gzipped)
-        trace = _normalize_typed(msgspec_reader.pieces(chunks, meta), path)
+        if child and meanwhile:
+            meanwhile()
+        f.seek(0)
+        pieces = msgspec_reader.pieces(_text_chunks(f, gzipped), meta, split)
+        parts: list[tuple] = []
+        trace = _normalize_typed(_until_split(pieces, child, parts) if child else pieces, path)
     except msgspec_reader.Misfit:
         return None
+    finally:
+        if child:
+            child.stop()
+    for part in parts:
+        _join(trace, meta, *part)
     _apply_metadata(trace, meta)
     return trace
+
+
+def _until_split(pieces: Iterator[list], child: forked.Child, parts: list[tuple]) -> Iterator[list]:
+    """The head's pieces up to the split, where the child's part is added to `parts`. When the child failed,
+    or the head never reached the split (a cut inside an event: the rest is read at once), this process
+    reads all."""
+    for events in pieces:
+        if events is msgspec_reader.SPLIT:
+            part = child.result()
+            if part is not None:
+                parts.append(part)
+                return
+            continue
+        yield events
+
+
+def _tail(path: str, gzipped: bool, split: int) -> tuple:
+    """The child's share: what follows the split, normalized as the head is, as plain tuples (marshal's types)."""
+    meta: dict[str, Any] = {}
+    with open(path, "rb") as f:
+        trace = _normalize_typed(msgspec_reader.pieces(_text_chunks(f, gzipped), meta, split, tail=True), path)
+    host = [tuple(h) if h.inputs is None else (*h[:6], tuple(h.inputs)) for h in trace.host_ops]
+    device = [tuple(d) if d.comm is None else (*d[:7], tuple(d.comm)) for d in trace.device]
+    return (host, list(map(tuple, trace.runtime)), device, trace.problems, trace.peak_memory, trace.schema,
+            meta)
+
+
+def _join(trace: Trace, meta: dict[str, Any], host: list, runtime: list, device: list, problems: dict[str, int],
+          peak: int | None, schema: str, tail_meta: dict[str, Any]) -> None:
+    """The child's part (plain tuples) appended to the head's: as if one process had read the whole file."""
+    new = tuple.__new__  # as in `_normalize_typed`
+    trace.host_ops += [new(HostOp, h) if h[6] is None else new(HostOp, (*h[:6], new(Inputs, h[6]))) for h in host]
+    trace.runtime += map(functools.partial(new, RuntimeCall), runtime)
+    trace.device += [new(DeviceOp, d) if d[7] is None else new(DeviceOp, (*d[:7], new(CommInfo, d[7])))
+                     for d in device]
+    for problem, n in problems.items():
+        trace.problems[problem] = trace.problems.get(problem, 0) + n
+    if peak is not None and (trace.peak_memory is None or peak > trace.peak_memory):
+        trace.peak_memory = peak
+    if schema == "legacy":
+        trace.schema = "legacy"
+    meta.update(tail_meta)
 
 
 def _text_chunks(f: io.BufferedReader, gzipped: bool) -> Iterator[bytes]:

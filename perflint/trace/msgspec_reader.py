@@ -95,22 +95,38 @@ class Misfit(Exception):
     """The text does not fit the schema or does not cut cleanly between events."""
 
 
-def pieces(chunks: Iterable[bytes], meta: dict[str, Any]) -> Iterator[list]:
+SPLIT: list = []  # yielded by `pieces(..., split=N)` after the piece that crosses offset N
+
+
+def pieces(chunks: Iterable[bytes], meta: dict[str, Any], split: int | None = None,
+           tail: bool = False) -> Iterator[list]:
     """The traceEvents array decoded PIECE bytes at a time, cut between two events, as the JSON text
     arrives in `chunks`: the whole text never exists at once, nor do the structs of more than one piece.
     `distributedInfo` and `deviceProperties` go to `meta`. After a cut that lands inside an event ("},{"
     within its args) the rest is decoded at once. Raises `Misfit`, possibly after yielding some pieces,
     when msgspec is not installed, the text does not fit the schema, or that rest exceeds TYPED_LIMIT.
-    Errors of the chunks themselves (a corrupt gzip stream) propagate."""
+    Errors of the chunks themselves (a corrupt gzip stream) propagate.
+
+    Two readers of one text share it at the first cut at or past text offset `split` (the cuts depend on
+    the text and `chunks` alone): the head reader yields `SPLIT` after the piece that ends there (and goes
+    on if resumed); the `tail` reader decodes only what follows that cut (nothing if there is no such cut)."""
     if _DECODER is None:
         raise Misfit
     chunks = iter(chunks)
     try:
         buf, pos, listed = _head(chunks, meta)
+        base = 0  # offset in the text of buf[0]
+        skipping = tail
         for chunk in chunks:
+            base += pos
             buf = buf[pos:] + chunk
             pos = 0
             while (cut := _BOUNDARY.search(buf, pos + PIECE)) is not None:
+                crossed = split is not None and base + cut.start() >= split
+                if skipping:
+                    skipping = not crossed
+                    pos = cut.end() - 1
+                    continue
                 try:
                     events = _EVENTS.decode(b"[" + buf[pos: cut.start() + 1] + b"]")
                 except msgspec.DecodeError:  # cut inside an event, or past the array's end
@@ -118,7 +134,11 @@ def pieces(chunks: Iterable[bytes], meta: dict[str, Any]) -> Iterator[list]:
                     return
                 yield events
                 pos = cut.end() - 1
-        yield _rest(buf[pos:], (), listed, meta)
+                if crossed and not tail:
+                    split = None
+                    yield SPLIT
+        if not skipping:
+            yield _rest(buf[pos:], (), listed, meta)
     except (msgspec.DecodeError, ValueError, RecursionError):  # ValidationError is a DecodeError;
         raise Misfit from None  # invalid UTF-8 raises UnicodeDecodeError (a ValueError)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflint.trace.analyze import Figures
+from perflint.trace.figures import Figures
 from perflint.trace.model import DeviceOp, Trace
 from perflint.trace.device_columns import device_work
 from perflint.trace.names import CLASSES, COMMUNICATION, collective_name

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from perflint.measures.budgets import KEYS, Verdict
 from perflint.measures.github import annotation
 from perflint.measures.metrics import format_value
-from perflint.trace.analyze import Figures
+from perflint.trace.figures import Figures
 from perflint.trace.bounds import LABELS, REGIMES, Bound
 from perflint.trace.roofline import RooflineRow
 
