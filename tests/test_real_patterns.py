@@ -2289,6 +2289,43 @@ def test_a_block_for_the_first_few_batches_is_not_per_step():
     assert (8, "PFL103") in codes({"val.py": src.replace("plots and batch_i < 3", "plots")})
 
 
+def test_a_block_for_the_first_few_examples_counted_by_hand_is_not_per_step():
+    """An eval script that prints its first examples for debugging, counting them itself (llm.c's
+    hellaswag.py): `if num_total < 10:` runs ten times, not every step. A counter that is not counted up
+    by a constant (tokens seen) is no such gate."""
+    src = """
+        import torch
+        def evaluate(model, examples):
+            num_total = 0
+            for tokens in examples:
+                logits = model(tokens.cuda())
+                num_total += 1
+                if num_total < 10:
+                    print(logits.argmax().item())
+    """
+    assert "PFL101" not in [c for _, c in codes({"eval.py": src})]
+    assert (9, "PFL101") in codes({"eval.py": src.replace("num_total += 1", "num_total += len(tokens)")})
+
+
+def test_tensorboard_logging_a_device_tensor_is_the_wait_that_a_later_read_does_not_repeat():
+    """DDIM's runner hands the CUDA loss to `tb_logger.add_scalar` (TensorBoard copies it to the host) and then
+    prints `loss.item()` with no device work in between: the second read waits for nothing."""
+    src = """
+        import torch
+        def train(model, loader, optimizer, tb_logger, device):
+            for step, (x, y) in enumerate(loader):
+                x = x.to(device)
+                loss = model(x).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                tb_logger.add_scalar("loss", loss, global_step=step)
+                print(f"step: {step}, loss: {loss.item()}")
+    """
+    assert [c for _, c in codes({"runner.py": src}) if c.startswith("PFL10")] == []
+    assert (11, "PFL101") in codes({"runner.py": src.replace('add_scalar("loss", loss,', 'add_scalar("loss", 0.0,')})
+
+
 def test_a_loop_over_the_weights_the_command_line_names_is_cold():
     # yolov9's export.py exports each weights file named on the command line once.
     src = """

@@ -820,6 +820,8 @@ class Walker:
         loop = model.frame.loop
         counters = target_names(loop.node.target) if loop is not None and isinstance(loop.node, cst.For) else set()
         test = node.test
+        if loop is not None:  # `num_total += 1` earlier in the loop: a counter of iterations too
+            counters = counters | self._counted(test, loop)
         if loop is not None and isinstance(test, cst.Name):  # `regularize = i % k == 0` ... `if regularize:`
             bound = [b for b in model.frame.scope.bindings.get(test.value, ()) if b.how == "assign" and not b.path]
             if bound and loop.encloses(bound[-1].frame):
@@ -834,6 +836,17 @@ class Walker:
             orelse = Frame("branch", node.orelse, model.frame)
             orelse.condition = (node.test, False)
             self._in(orelse, [node.orelse])
+
+    def _counted(self, test: cst.BaseExpression, loop: Frame) -> set[str]:
+        """The names in `test` that the loop counts up by a constant (`n += 1`) before this point."""
+        out = set()
+        for name in _walk_expr(test):
+            if isinstance(name, cst.Name) and any(
+                    b.how == "aug" and loop.encloses(b.frame) and isinstance(b.value.operator, cst.AddAssign)
+                    and isinstance(b.value.value, cst.Integer)
+                    for b in self.model.frame.scope.bindings.get(name.value, ())):
+                out.add(name.value)
+        return out
 
     def _block(self, node: cst.IndentedBlock) -> None:
         body, model = node.body, self.model

@@ -27,6 +27,7 @@ from perflint.tree import find_all
 
 _PRINTERS = {"print", "str", "repr"}
 _CASTS = {"float", "int", "bool", "complex"}
+_SUMMARIES = {"add_scalar", "add_histogram"}  # torch.utils.tensorboard.SummaryWriter (and tensorboardX)
 
 
 # The close of every sync rule's "known problems": when a sync is reported (the module docstring, for users).
@@ -104,6 +105,10 @@ def _collect(model: FileModel) -> list[SyncSite]:
                 add(SyncSite(call, "PFL107", method, receiver))
             elif method == "synchronize" and not call.args and _waits_on_stream(model, call):
                 add(SyncSite(call, "PFL109", dotted(func) or "synchronize", None))
+            elif method in _SUMMARIES and len(call.args) > 1 and not call.args[1].keyword:
+                # TensorBoard's `writer.add_scalar("loss", loss, step)` copies a tensor to the host (`make_np`):
+                # a wait like `.item()` (what follows is free); not reported here
+                add(SyncSite(call, "PFL101", method, call.args[1].value, helper=True))
         elif qual is not None:
             if qual in api.SYNCHRONIZE:
                 add(SyncSite(call, "PFL109", qual, None))
