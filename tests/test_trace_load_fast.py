@@ -230,6 +230,28 @@ def test_a_failing_child_leaves_the_work_to_the_parent(tmp_path, split, monkeypa
     assert two == load_trace(path)
 
 
+def test_a_process_that_cannot_fork_reads_alone(tmp_path, split, monkeypatch):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_big_trace(100)))
+    opened = []
+    real_pipe = os.pipe
+
+    def pipe():
+        opened.extend(real_pipe())
+        return tuple(opened[-2:])
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "pipe", pipe)
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert load_trace(path, processes=2) == load_trace(path)
+    assert split == [] and len(opened) == 2
+    for fd in opened:  # both ends closed again
+        with pytest.raises(OSError):
+            os.fstat(fd)
+
+
 def test_the_parent_failing_ends_the_child(tmp_path, split):
     """Ctrl-C (or any error) in this process kills and reaps the child: no process is left behind."""
     path = tmp_path / "t.json"

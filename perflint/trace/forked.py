@@ -23,13 +23,19 @@ def available() -> bool:
 
 
 class Child:
-    """`work()` running in a child process from construction until `result()` or `stop()`."""
+    """`work()` running in a child process from construction until `result()` or `stop()`. Raises OSError
+    when the process cannot fork."""
 
     def __init__(self, work: Callable[[], Any]):
         sys.stdout.flush()  # the child leaves by os._exit: it must not inherit (and lose) buffered output
         sys.stderr.flush()
         read, write = os.pipe()
-        self.pid = os.fork()
+        try:
+            self.pid = os.fork()
+        except OSError:  # no memory or process slot left: the caller does the work itself
+            os.close(read)
+            os.close(write)
+            raise
         if self.pid == 0:  # the child: never returns
             code = 1
             try:

@@ -137,7 +137,10 @@ def _from_typed(f: io.BufferedReader, gzipped: bool, path: str, fork: bool = Fal
     if fork and msgspec_reader.XEvent is not None and (size := _text_size(f, gzipped)) >= SPLIT_MIN \
             and forked.available():
         split = size // 2
-        child = forked.Child(lambda: _tail(path, gzipped, split))
+        try:
+            child = forked.Child(lambda: _tail(path, gzipped, split))
+        except OSError:  # cannot fork: read it all here
+            split = None
     try:
         if child and meanwhile:
             meanwhile()
