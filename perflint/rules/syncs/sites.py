@@ -34,11 +34,13 @@ _SUMMARIES = {"add_scalar", "add_histogram"}  # torch.utils.tensorboard.SummaryW
 WHEN_REPORTED = """\
 Like every sync rule, it reports only where the wait is real and costs every step: the code runs on the
 per-step path (a loop over a data loader or over training steps, a module's `forward`, or a function
-this file calls from them; not a loop over epochs, not once every k steps under `if step % k == 0:`),
+this file calls from them; not a loop over epochs, not once every k steps under `if step % k == 0:`, not
+the first few iterations under `if i < 3:` or `if n_seen < 10:` with `n_seen += 1` in the loop),
 the value is on the device (followed back to `.to(device)`, `.cuda()`, `device=`, a model's output; a
 tensor of unknown device counts only in a project that moves work to an accelerator), and it is the
-first wait of its step (after another sync or a `synchronize()` with no device work queued in between,
-the device is already idle; just before a timing `synchronize()` the wait is paid anyway). Quiet where the
+first wait of its step (after another sync, a TensorBoard `add_scalar` of a device tensor or a
+`synchronize()` with no device work queued in between, the device is already idle; just before a timing
+`synchronize()` the wait is paid anyway). Quiet where the
 host needs the value to go on (a stop signal all ranks just agreed on, the stop test of a generation loop,
 a token a generator streams, the counts and labels a detection script writes for each image, the boxes NMS
 keeps), inside an `if step % k == 0:` block beside the loop's own training (read every k steps already),
