@@ -107,6 +107,54 @@ def test_the_depth_guard_lets_real_code_through_and_stops_at_max_depth():
 
 
 # ---- special files ----------------------------------------------------------------------------------------
+def _attention_layers(n: int) -> str:
+    """n attention methods in the shape of a Hugging Face model file (Reformer's `_attend`): two index
+    tensors bound in four branches, each from the other or from helpers whose results depend on their
+    callers' arguments, chained through `forward`."""
+    lines = ["import torch", "", "class Attention(torch.nn.Module):",
+             "    def split(self, x, dim, size):", "        return x.reshape(x.shape[:dim] + (size, -1))",
+             "    def adjacent(self, x, before, after):", "        if before == 0 and after == 0:",
+             "            return x", "        return torch.cat([x.roll(1, 2), x], dim=3)"]
+    for i in range(n):
+        lines += [f"    def attend{i}(self, q, k, v, idx, standard, cached):",
+                  "        if not standard:", "            k = self.adjacent(k, 1, 0)",
+                  "            v = self.adjacent(v, 1, 0)", "        dots = torch.matmul(q, k.transpose(-1, -2))",
+                  "        if not standard:", "            qi = self.split(idx, -1, 4)",
+                  "            ki = self.adjacent(qi, 1, 0)", "        elif cached and dots.ndim > 4:",
+                  "            ki = idx", "            qi = ki.new_ones(ki.shape[:-1] + (1,)) * ki.max()",
+                  "        elif cached:", "            qi = (dots.shape[-1] - 1) * torch.ones_like(dots)[:, :, :, -1]",
+                  "            ki = torch.arange(dots.shape[-1], device=dots.device).expand(qi.shape[:2] + (-1,))",
+                  "        else:", "            qi = ki = idx",
+                  "        mask = torch.ne(qi.unsqueeze(-1), ki.unsqueeze(-2)).to(qi.device)",
+                  "        dots = torch.where(mask, dots, -1e4)",
+                  "        return torch.matmul(dots.softmax(-1), v), qi, ki"]
+    lines += ["    def forward(self, q, k, v, idx):", "        out = q"]
+    for i in range(n):
+        lines += [f"        out, idx, k = self.attend{i}(out, k, v, idx, False, True)",
+                  "        v = self.adjacent(out, 0, 0)"]
+    return "\n".join(lines + ["        return out", ""])
+
+
+def test_values_that_refer_to_each_other_are_answered_in_polynomial_work(monkeypatch):
+    """Where value questions form cycles (each index tensor bound from the other, helpers whose results depend
+    on their callers), the answers under a cut cycle were recomputed at every turn: 1,107 questions for one
+    such method, 179,579 for two, minutes for Reformer's 2,600-line file (a worker timeout, PFL001). Within
+    one outermost question they are now kept: the work grows with the square of the methods."""
+    from perflint.engine import Linter
+    from perflint.model.values import Values
+
+    asked = []
+    real = Values._answer
+    monkeypatch.setattr(Values, "_answer", lambda self, *a: asked.append(1) or real(self, *a))
+    linter = Linter(r for r in all_rules().values() if r.default)
+    counts = []
+    for n in (2, 4):
+        asked.clear()
+        linter.lint_source(_attention_layers(n), "attention.py")
+        counts.append(len(asked))
+    assert counts[0] < 10_000 and counts[1] < 5 * counts[0]
+
+
 def test_a_fifo_in_a_folder_is_skipped_with_a_notice_not_read(tmp_path):
     (tmp_path / "a.py").write_text(SYNC_LOOP)
     os.mkfifo(tmp_path / "x.py")

@@ -124,6 +124,10 @@ class Values:
         self.memo: dict = {}
         self.active: dict = {}  # question -> its depth on the stack of questions being answered
         self.cut = _NO_CUT  # the shallowest depth a cycle was cut at, in the question being answered
+        # Answers not memoised because a cycle was cut above them, kept until the outermost question is
+        # answered: asked again within it, they are not recomputed (the recomputation is exponential where
+        # many functions and tuples refer to each other: a 2,600-line Hugging Face model file took minutes).
+        self.provisional: dict = {}
         self._callers: dict[FunctionInfo, list[cst.Call]] | None = None
 
     @staticmethod
@@ -150,6 +154,10 @@ class Values:
         if depth is not None:
             self.cut = min(self.cut, depth)
             return UNKNOWN
+        found = self.provisional.get(key)
+        if found is not None:  # depends on where the outermost question started: so does what is built on it
+            self.cut = 0
+            return found
         depth = self.active[key] = len(self.active)
         outer, self.cut = self.cut, _NO_CUT
         try:
@@ -157,10 +165,13 @@ class Values:
         finally:
             del self.active[key]
             cut, self.cut = self.cut, outer
+            if not depth:
+                self.provisional.clear()
         if cut >= depth:
             self.memo[key] = result
         else:
             self.cut = min(outer, cut)
+            self.provisional[key] = result
         return result
 
     def _site(self, node: cst.CSTNode) -> tuple[Frame, int]:
