@@ -2,6 +2,7 @@ import libcst as cst
 
 from perflint.model.names import dotted
 from perflint.model.program import FileModel
+from perflint.model.steps import OUTER, Steps
 from perflint.rules.common import module_call, trains
 from perflint.tree import find_all
 
@@ -80,12 +81,14 @@ the retained graph nodes live outside the tensor allocator, so no deterministic 
         self.report(model, node, self.message.format(target=acc, value=(dotted(value) or "the loss")))
 
     def _made_each_step(self, acc: str, model: FileModel) -> bool:
-        """Whether a loop around the accumulation that trains also makes the accumulator anew (`losses = []`
-        at the top of each step): what it collects is dropped with the step, graphs and all."""
-        for loop in model.loops:
-            if not trains(model, loop):
+        """Whether a loop around the accumulation that trains, other than a loop over epochs, also makes the
+        accumulator anew (`losses = []` at the top of each step): what it collects is dropped with the step,
+        graphs and all. (`loss_sum = 0` at the top of each epoch still chains the epoch's steps.)"""
+        steps = Steps.of(model)
+        for frame in model.frame.loops():
+            if not trains(model, frame.node) or steps.loop_kind(frame).kind == OUTER:
                 continue
-            for assign in find_all(loop, cst.Assign):
+            for assign in find_all(frame.node, cst.Assign):
                 value = assign.value
                 grows = isinstance(value, cst.BinaryOperation) and dotted(value.left) == acc
                 if not grows and any(dotted(t.target) == acc for t in assign.targets):
