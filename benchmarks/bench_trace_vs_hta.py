@@ -7,9 +7,9 @@ included, on the same file, alternating in one run.
 
 perflint: the `perflint` command next to this Python (`perflint trace FILE`: load, every figure, the
 verdict, the roofline and the text report), as it runs by default (a second process reads the second half
-of the file, see perflint/trace/forked.py) and with `--jobs 1` (one process). HTA: `python -c` importing HTA, loading the folder that holds
-the file (`TraceAnalysis(trace_dir=...)`) and computing its temporal breakdown, HTA's counterpart of our
-busy/idle figures. Default TRACE: shared/traces/hta/df_index_resolver/df_index_resolver.json.gz (216,092
+of the file, see perflint/trace/forked.py) and with `--jobs 1` (one process). HTA: `python -c` importing
+HTA, loading the folder that holds the file (`TraceAnalysis(trace_dir=...)`) and computing its temporal
+breakdown, HTA's counterpart of our busy/idle figures. Default TRACE: shared/traces/hta/df_index_resolver/df_index_resolver.json.gz (216,092
 events). Prints each command's median wall time (min-max) and CPU time (all its processes), the ratios,
 and its peak memory: the most that all its processes held together (interpreter and imports included),
 sampled every millisecond from /proc in one more, untimed, run (on Linux; elsewhere ru_maxrss, which

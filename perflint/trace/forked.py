@@ -10,8 +10,8 @@ deadlock the child). Anything that goes wrong in the child (an exception, a kill
 
 from __future__ import annotations
 
-import os
 import marshal
+import os
 import signal
 import sys
 import threading

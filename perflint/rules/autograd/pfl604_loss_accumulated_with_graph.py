@@ -53,8 +53,9 @@ Reports `acc += v`, `acc = acc + v` and `acc.append(v)` in a loop that trains (c
 optimizer step), where `v` is a name containing `loss`, or a direct model or loss call, and is not
 detached. Quiet when the accumulator (or a value computed from it) is itself backpropagated later in the
 function (gradient accumulation over micro-batches, `torch.stack(losses).mean().backward()`), when a loop
-that trains makes it anew each step (`losses = []` at the top of the step: it holds one step's graphs at
-most; blind review 25 found three such findings, all wrong), and under `no_grad`. It does not tell the two costs apart: the reference pair shows the expensive one (a held-out
+that trains, other than a loop over epochs, makes it anew each step (`losses = []` at the top of the step:
+it holds one step's graphs at most; blind review 25 found three such findings, all wrong), and under
+`no_grad`. It does not tell the two costs apart: the reference pair shows the expensive one (a held-out
 loss that is never backpropagated keeps each step's activations); for the backpropagated loss itself
 the retained graph nodes live outside the tensor allocator, so no deterministic count shows them.
 """

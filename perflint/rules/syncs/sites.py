@@ -40,10 +40,9 @@ the value is on the device (followed back to `.to(device)`, `.cuda()`, `device=`
 tensor of unknown device counts only in a project that moves work to an accelerator), and it is the
 first wait of its step (after another sync, a TensorBoard `add_scalar` of a device tensor or a
 `synchronize()` with no device work queued in between, the device is already idle; just before a timing
-`synchronize()` the wait is paid anyway). Quiet where the
-host needs the value to go on (a stop signal all ranks just agreed on, the stop test of a generation loop,
-a token a generator streams, the counts and labels a detection script writes for each image, the boxes NMS
-keeps), inside an `if step % k == 0:` block beside the loop's own training (read every k steps already),
+`synchronize()` the wait is paid anyway). Quiet where the host needs the value to go on (a stop signal
+all ranks just agreed on, the stop test of a generation loop, a token a generator streams, the counts and
+labels a detection script writes for each image, the boxes NMS keeps), inside an `if step % k == 0:` block beside the loop's own training (read every k steps already),
 and in test files and compiled code (PFL402 covers graph breaks).
 """
 
