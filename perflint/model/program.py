@@ -298,7 +298,7 @@ class FileModel:
         self.calls: list[cst.Call] = []
         self.index: dict[type, list] = {t: [] for t in INDEXED}
         self.findings: list = []
-        self._qualnames: dict[cst.CSTNode, str | None] = {}
+        self._qualnames: dict[int, tuple[cst.CSTNode, str | None]] = {}
         self._memo: dict = {}  # per-question caches of values.py, steps.py and rule families
         self._trees: dict = {}  # what a subtree holds (its calls, the names it binds): true during the walk too
         self.top_orders: list[int] = []  # the order at which each top-level statement starts
@@ -314,10 +314,10 @@ class FileModel:
     def qualname(self, node: cst.CSTNode) -> str | None:
         """Qualified name of a Name/Attribute chain through import aliases: with `import torch as T`,
         `T.nn.functional.relu` -> "torch.nn.functional.relu"; None when the head is not imported."""
-        try:
-            return self._qualnames[node]
-        except KeyError:
-            pass
+        key = id(node)  # by id: a node's __hash__ is a Python call (the node is kept, so its id stays its own)
+        hit = self._qualnames.get(key)
+        if hit is not None:
+            return hit[1]
         name = dotted(node)
         qual = None
         if name is not None:
@@ -325,7 +325,7 @@ class FileModel:
             target = self.aliases.get(head)
             if target is not None:
                 qual = f"{target}.{rest}" if rest else target
-        self._qualnames[node] = qual
+        self._qualnames[key] = (node, qual)
         return qual
 
     def call_name(self, call: cst.Call) -> str | None:

@@ -23,30 +23,32 @@ class EvalLoopRule(Rule):
 
     def visit_Module(self, node: cst.Module, model: FileModel) -> None:
         self.candidates: dict[cst.FunctionDef, cst.Call] = {}
-        self.file_calls: set[str] = set()  # method names and qualified names of every call in the file
+        self.evaluates: dict[cst.FunctionDef, bool] = {}  # named like an evaluation, or calls `.eval()`
         self.called_without_grad: set[str] = set()  # functions called under no_grad somewhere
         self.no_grad_everywhere = False
 
     def visit_Call(self, node: cst.Call, model: FileModel) -> None:
+        # Runs for every call of the file: the cheap tests first.
         func = model.function
-        qual = model.call_name(node)
-        name = dotted(node.func) or ""
-        self.file_calls.add(qual or name.rsplit(".", 1)[-1])
-        if qual in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled") and node.args and \
-                isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == "False" and \
-                (func is None or func.name.value == "main"):
+        callee = node.func
+        if (callee.attr.value if type(callee) is cst.Attribute else getattr(callee, "value", None)) \
+                == "set_grad_enabled" and _grad_off(node, model) and (func is None or func.name.value == "main"):
             self.no_grad_everywhere = True
-        if model.in_no_grad and name:
-            self.called_without_grad.add(name.rsplit(".", 1)[-1])
+        if model.in_no_grad:
+            name = dotted(callee)
+            if name:
+                self.called_without_grad.add(name.rsplit(".", 1)[-1])
         if func is None or func in self.candidates or not model.in_loop or model.in_no_grad != self.requires_no_grad:
             return
         fname = func.name.value
         if fname.startswith("test_") or module_call(model, node) is None:
             return
-        calls = model.calls_in(func)
-        if not (eval_like(fname) or any(c.endswith(".eval") for c in calls)) or trains(model, func):
+        evaluates = self.evaluates.get(func)
+        if evaluates is None:
+            evaluates = self.evaluates[func] = eval_like(fname) or any(c.endswith(".eval") for c in model.calls_in(func))
+        if not evaluates or trains(model, func):
             return
-        if self.applies(node, func, calls, model):
+        if self.applies(node, func, model.calls_in(func), model):
             self.candidates[func] = node
 
     def applies(self, node: cst.Call, func: cst.FunctionDef, calls: set[str], model: FileModel) -> bool:
@@ -61,3 +63,15 @@ class EvalLoopRule(Rule):
 
     def keep(self, func: cst.FunctionDef, model: FileModel) -> bool:
         return True
+
+
+def _grad_off(call: cst.Call, model: FileModel) -> bool:
+    """`torch.set_grad_enabled(False)`."""
+    return model.call_name(call) in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled") and bool(call.args) \
+        and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "False"
+
+
+def switches_mode(model: FileModel) -> bool:
+    """Whether the file calls `.eval()` or `.train(...)` on anything."""
+    return any(type(c.func) is cst.Attribute and c.func.attr.value in ("eval", "train") and model.qualname(c.func) is None
+               for c in model.calls)

@@ -1,7 +1,7 @@
 import libcst as cst
 
 from perflint.model.program import FileModel
-from perflint.rules.autograd.eval_loops import EvalLoopRule
+from perflint.rules.autograd.eval_loops import EvalLoopRule, switches_mode
 
 
 
@@ -42,4 +42,4 @@ gets right in either mode.
 """
 
     def keep(self, func: cst.FunctionDef, model: FileModel) -> bool:
-        return not {"eval", "train"} & self.file_calls
+        return not switches_mode(model)

@@ -49,12 +49,12 @@ graph; the rule does not read that setting. TorchScript functions are PFL405's b
     def visit_Call(self, node: cst.Call, model: FileModel) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in _BREAKING_METHODS:
-            if model.kind(func.value) in ("tensor", None) and model.torch_compiled():
+            if model.torch_compiled() and model.kind(func.value) in ("tensor", None):
                 self.report(model, node, self.message.format(what=f"`.{func.attr.value}()`"))
         elif isinstance(func, cst.Name) and func.value == "print" and not model.known("print") \
                 and model.torch_compiled():
             self.report(model, node, self.message.format(what="`print()`"))
 
     def visit_If(self, node: cst.If, model: FileModel) -> None:
-        if any(model.is_tensor(e) for e in truth_tested(node.test)) and model.torch_compiled():
+        if model.torch_compiled() and any(model.is_tensor(e) for e in truth_tested(node.test)):
             self.report(model, node.test, self.message.format(what="a branch on a tensor's value"))

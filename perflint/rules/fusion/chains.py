@@ -422,17 +422,23 @@ class _Finder:
         end = min(later) if later else float("inf")
         sites, scope, shape_only = self.model.sites, frame.scope, self._shape_only()
         stores = {b.target for b in bindings}
-        return sum(1 for order, node in self._loads().get(name, ())
-                   if mine.order < order < end and sites[node][0].scope is scope and node not in shape_only
-                   and node not in stores)
+        count = 0
+        for node in self._loads().get(name, ()):
+            frame, order = sites[node]
+            if mine.order < order < end and frame.scope is scope and node not in shape_only and node not in stores:
+                count += 1
+        return count
 
     def _loads(self) -> dict[str, list]:
-        """Every Name of the file by its text, with its place in file order."""
+        """Every Name of the file by its text."""
         if self.loads is None:
-            self.loads = {}
-            sites = self.model.sites
+            self.loads = loads = {}
             for node in self.model.nodes(cst.Name):
-                self.loads.setdefault(node.value, []).append((sites[node][1], node))
+                found = loads.get(node.value)
+                if found is None:
+                    loads[node.value] = [node]
+                else:
+                    found.append(node)
         return self.loads
 
     def _shape_only(self) -> set:

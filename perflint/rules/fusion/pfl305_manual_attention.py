@@ -202,7 +202,8 @@ whose attention over full sequences is written by hand.
                 return "probs" if self._role(node.func.value, model) == "scores" else None
             if method in _PASS_THROUGH and model.qualname(node.func) is None:
                 return self._role(node.func.value, model)
-            if isinstance(node.func, cst.Attribute) and dotted(node.func) and dotted(node.func).startswith("self.") \
-                    and len(node.args) == 1 and self._role(node.args[0].value, model) in ("probs", "scores"):
-                return self._role(node.args[0].value, model)  # self.attn_drop(attn), self.rel_pos(attn)
+            if len(node.args) == 1 and isinstance(node.func, cst.Attribute) \
+                    and (dotted(node.func) or "").startswith("self."):
+                role = self._role(node.args[0].value, model)  # self.attn_drop(attn), self.rel_pos(attn)
+                return role if role in ("probs", "scores") else None
         return None
