@@ -2674,3 +2674,47 @@ def test_a_function_called_only_off_the_default_path_stays_dropped_from_the_cach
     assert lines() == [5]  # from the cache
     (tmp_path / "main.py").write_text(textwrap.dedent(DDIM_MAIN.replace('"generalized"', '"ddpm_noisy"')))
     assert lines() == [10]  # main.py changed; the other two files come from the cache
+
+
+def test_an_interactive_demo_app_runs_per_user_request_not_per_step():
+    # ControlNet's gradio_*.py and U-2-Net's demos (blind reviews 22 and 25): the model runs when a user clicks,
+    # at the shapes the user picks; compile warm-up and per-request waits are not a training step's costs.
+    sampler = """
+        import torch
+
+        class Sampler:
+            def __init__(self, model):
+                self.model = model
+
+            def sample(self, x, steps):
+                for t in range(steps):
+                    x = self.model.apply_model(x, t)
+                return x
+    """
+    body = textwrap.dedent("""
+        import torch
+        from sampler import Sampler
+        from net import Net
+
+        model = Net().cuda()
+        sampler = Sampler(model)
+
+        def process(image, steps):
+            x = torch.from_numpy(image).cuda()
+            out = sampler.sample(x, steps)
+            for i in range(steps):
+                y = model(x)
+                print(y.mean().item())
+            return out.cpu().numpy()
+    """)
+    net = """
+        import torch
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return x * 2
+    """
+    app = "import gradio as gr\n" + body + 'gr.Interface(fn=process, inputs="image", outputs="image").launch()\n'
+    script = body + "process(None, 50)\n"
+    assert codes({"app.py": app, "sampler.py": sampler, "net.py": net}, "app.py") == []
+    assert codes({"app.py": script, "sampler.py": sampler, "net.py": net}, "app.py") == [(6, "PFL401"), (14, "PFL101")]

@@ -7,7 +7,8 @@ whole step loop (epochs, hyper-parameter trials) is an *outer* loop: its own bod
 Loops that wait for `input()`, only plot, walk the files of a folder (a script converting file by file)
 or what the command line names (`for f in args.input`) are *cold*. Other loops (over a module's blocks,
 a few micro-batches) are *neutral*: their body runs as often as the code around them. Nothing runs
-every step in a module that no file of the program imports (`FileFacts.unused`).
+every step in a module that no file of the program imports (`FileFacts.unused`), nor in an interactive
+app (a file that imports gradio or streamlit): its work runs once per user request.
 
 Code is on the per-step path when the nearest deciding frame around it is a step loop, or when its
 function runs every step: a module's `forward` (and Lightning's `*_step` hooks), or a function called
@@ -35,6 +36,7 @@ _STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", 
 _FORWARDS = {"forward", "__call__"}
 _LISTINGS = {"os.listdir", "os.scandir", "os.walk", "glob.glob", "glob.iglob"}
 _CACHING = {"lru_cache", "cache", "cached_property"}
+_APPS = {"gradio", "streamlit"}  # frameworks of interactive demos
 _WRAPPERS = {"enumerate", "tqdm", "iter", "zip", "trange", "track", "progress_bar", "reversed", "islice",
              "chain", "cycle", "prefetch", "Prefetcher", "PrefetchLoader", "MetricLogger.log_every", "log_every"}
 
@@ -104,6 +106,15 @@ class Steps:
             return Step(False, (("not with the defaults: `{}`", off),))
         return self.in_frame(frame)
 
+    def interactive_app(self) -> str | None:
+        """`import gradio as gr`: a demo that runs its model when a user clicks, at the shapes the user picks;
+        warm-up and per-request waits are not a training step's (like a loop that waits on `input()`)."""
+        found = self.model._memo.get("interactive-app", ())
+        if found == ():
+            found = self.model._memo["interactive-app"] = next(
+                (q.split(".")[0] for q in self.model.aliases.values() if q.split(".")[0] in _APPS), None)
+        return found
+
     def _untaken_values(self) -> dict[cst.Call, cst.BaseExpression]:
         """The calls in the branch of a conditional expression that the defaults never take, with its test."""
         found = self.model._memo.get("untaken-values")
@@ -119,6 +130,9 @@ class Steps:
     def in_frame(self, frame: Frame) -> Step:
         if self.model.facts.unused:
             return Step(False, (("no file of this program imports this module", None),))
+        app = self.interactive_app()
+        if app is not None:
+            return Step(False, ((f"an interactive `{app}` app: its work runs once per user request", None),))
         cls = frame.function.cls if frame.function is not None else None
         if cls is not None and cls.name in self.model.facts.unused_classes:
             return Step(False, ((f"no file of this program uses `{cls.name}`", None),))

@@ -62,7 +62,8 @@ its methods is not reported. Quiet when the model's program (the files linked to
 `torch.compile`, `torch.jit.script`/`trace` or `torch.export` on a model anywhere, even behind a flag:
 the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
 losses, for models run a few fixed times (`for _ in range(3)`), for models that stay on the CPU (a
-tutorial's toy; compile pays off on accelerators first), and in test files. Compiling costs seconds
+tutorial's toy; compile pays off on accelerators first), in interactive apps (a file that imports gradio
+or streamlit: the model runs per user request, at the shapes the user picks), and in test files. Compiling costs seconds
 to minutes up front and some models graph-break: the finding is advice (severity info), not an error.
 Quiet in a file that differentiates twice (`torch.autograd.grad(..., create_graph=True)`: a gradient
 penalty such as R1 or WGAN-GP), which torch.compile does not support.
@@ -94,7 +95,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
                 if method is not None:
                     methods[origin] = method  # `vae.encode(x)`
         runners = dict(model.facts.runners)  # classes of the run that call a method of the model they keep
-        for call in model.calls:  # handed to another file's loop
+        for call in model.calls if steps.interactive_app() is None else ():  # handed to another file's loop
             name = dotted(call.func) or ""
             last = name.rsplit(".", 1)[-1].lower()
             if not any(w in last for w in api.RUNNER_WORDS) \

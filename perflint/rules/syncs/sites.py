@@ -42,8 +42,10 @@ first wait of its step (after another sync, a TensorBoard `add_scalar` of a devi
 `synchronize()` with no device work queued in between, the device is already idle; just before a timing
 `synchronize()` the wait is paid anyway). Quiet where the host needs the value to go on (a stop signal
 all ranks just agreed on, the stop test of a generation loop, a token a generator streams, the counts and
-labels a detection script writes for each image, the boxes NMS keeps), inside an `if step % k == 0:` block beside the loop's own training (read every k steps already),
-and in test files and compiled code (PFL402 covers graph breaks).
+labels a detection script writes for each image, the boxes NMS keeps), inside an `if step % k == 0:`
+block beside the loop's own training (read every k steps already), in interactive apps (a file that
+imports gradio or streamlit runs once per user request), and in test files and compiled code (PFL402
+covers graph breaks).
 """
 
 
@@ -176,10 +178,6 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             continue
         if site.operand is None:
             site.value = None
-        elif _needed_on_host(model, site.node):
-            continue
-        elif site.code in ("PFL102", "PFL103") and not _collected(model, site.node):
-            continue
         else:
             v = values.value(site.operand)
             site.value = v
@@ -188,6 +186,9 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
         step = steps.in_frame(step_frame)
         site.step = step
         if not step.hot and not step.unless:
+            continue
+        if site.operand is not None and (_needed_on_host(model, site.node) or site.code in ("PFL102", "PFL103")
+                                         and not _collected(model, site.node)):
             continue
         if site.code != "PFL109" and steps.every_k_gate(step_frame) is not None:
             continue  # read every k steps already: what the fix would make of it
