@@ -21,6 +21,8 @@ class CpuTensorThenMoved(Rule):
     name = "cpu-tensor-then-moved"
     summary = "a tensor made on the host every step and then moved to the device: make it on the device"
     message = "`{factory}(...)` is made on the host every step and then copied to the device; {fix}"
+    widen_message = ("`{cast}` widens {narrow} to {wide} on the host, so {times}x the bytes cross to the device every "
+                     "step; move first, then cast there (`.to(device){cast}`: one kernel on the device)")
     fix_safety = "safe"
     proof_metric = "transfers"
     why = """
@@ -31,7 +33,8 @@ the factory write the values straight into device memory with one small kernel: 
 copy, no host wait. In a loop or a `forward` the copy is paid on every step. The same holds for a few
 values written out (`torch.Tensor([[word]]).long().to(device)`: `torch.full((1, 1), word, device=device)`)
 and for host work between making and moving (`torch.tensor(ids).t().contiguous().cuda()`: move first,
-then transpose on the device).
+then transpose on the device). A widening cast just before the move (`frames[i].float().to(device)` of a
+uint8 rollout) makes a new host tensor of 4x the bytes, and all of them cross: move first, then cast.
 """
     example = """
 def forward(self, x):
@@ -63,6 +66,9 @@ change. A cast of such data before its move (`torch.tensor(ids).long().to(d)`) i
 either: of int64 ids it does nothing, and a narrowing cast before the copy halves the bytes that cross
 (blind review 14). A legacy constructor given a size (`torch.FloatTensor(b, 1, 1, 1)`) is told to use a
 factory with `device=`.
+A widening cast before a move is reported only when the tensor's dtype is written where it is made
+(`torch.zeros(..., dtype=torch.uint8)`): a loader's batch or an environment's array has a dtype the code
+does not show.
 `torch.from_numpy(a)` and `torch.as_tensor(a)` count only when the
 array was itself drawn or built by NumPy in this file (`np.random.*`, `np.arange`), since other arrays
 must cross and share memory on the way. The fix (add `device=`) is offered only when the factory call
@@ -77,6 +83,17 @@ random factories, whose device generator draws other numbers than the CPU's for 
             receiver = move.call.func.value
             v = values.value(receiver)
             origin = v.origin
+            widened = _widened(model, values, receiver)
+            if widened is not None and receiver not in done:
+                step = steps.at(move.call)
+                if step.hot or step.unless:
+                    done.add(receiver)
+                    cast, narrow, wide = widened
+                    message = self.widen_message.format(cast=cast, narrow=narrow, wide=wide,
+                                                        times=_BYTES[wide] // _BYTES[narrow])
+                    self.report(model, receiver, message, step=step, evidence=(
+                        ("copied to the device by `{}`", move.call), (f"made {narrow} by `{{}}`", origin), *step.why[:2]))
+                continue
             if v.kind != TENSOR or v.device != ON_HOST or not isinstance(origin, cst.Call) or origin in done:
                 continue
             factory = model.qualname(origin.func)
@@ -228,3 +245,41 @@ def _made_by_numpy(model: FileModel, values: Values, origin: cst.Call) -> bool:
     qual = model.qualname(v.origin.func) or ""
     return qual.startswith("numpy.") and qual[6:].startswith(_NUMPY_MAKERS)
 
+
+
+_BYTES = {"bool": 1, "uint8": 1, "int8": 1, "float16": 2, "bfloat16": 2, "int16": 2, "float32": 4, "int32": 4,
+          "float64": 8, "int64": 8}
+_CAST_TO = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16", "long": "int64",
+            "int": "int32", "short": "int16"}
+_DTYPE_NAMES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
+                "short": "int16"}
+
+
+def _widened(model: FileModel, values: Values, node: cst.CSTNode) -> tuple[str, str, str] | None:
+    """`obs[idx].float()` or `.to(torch.float32)` of a host tensor made with a narrower dtype
+    (`torch.zeros(..., dtype=torch.uint8)`), moved right after: (the cast, its dtype before, after)."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return None
+    method = node.func.attr.value
+    wide = _CAST_TO.get(method) if not node.args else None
+    if method == "to" and len(node.args) == 1 and not node.args[0].keyword:
+        wide = _dtype(model, node.args[0].value)
+    if wide is None:
+        return None
+    source = values.value(node.func.value)
+    if source.kind != TENSOR or source.device != ON_HOST or not isinstance(source.origin, cst.Call):
+        return None
+    given = keyword(source.origin, "dtype")
+    narrow = _dtype(model, given.value) if given is not None else None
+    if narrow is None or _BYTES[narrow] >= _BYTES[wide]:
+        return None
+    cast = f".{method}()" if not node.args else f".to({cst.Module([]).code_for_node(node.args[0].value)})"
+    return cast, narrow, wide
+
+
+def _dtype(model: FileModel, node: cst.CSTNode) -> str | None:
+    """"uint8" for `torch.uint8`, "float32" for `torch.float`; None for anything else."""
+    qual = model.qualname(node) or ""
+    name = qual[6:] if qual.startswith("torch.") else None
+    name = _DTYPE_NAMES.get(name, name)
+    return name if name in _BYTES else None
