@@ -1147,8 +1147,8 @@ class Values:
             inner = self.value(args[0].value)
             if inner.kind == TENSOR:
                 return inner
-            element = element_of(inner)
-            return element if element.kind == TENSOR else NUMBER_VALUE
+            element = element_of(inner)  # (of values it cannot tell, neither can it tell their sum)
+            return element if element.kind in (TENSOR, None) else NUMBER_VALUE
         if name in api.BUILTIN_SCALAR:
             return NUMBER_VALUE if name not in ("str", "repr", "format", "input") else OTHER_VALUE
         return UNKNOWN
