@@ -2718,3 +2718,26 @@ def test_an_interactive_demo_app_runs_per_user_request_not_per_step():
     script = body + "process(None, 50)\n"
     assert codes({"app.py": app, "sampler.py": sampler, "net.py": net}, "app.py") == []
     assert codes({"app.py": script, "sampler.py": sampler, "net.py": net}, "app.py") == [(6, "PFL401"), (14, "PFL101")]
+
+
+def test_a_setting_named_like_a_tensor_is_a_setting():
+    # demucs's solver (blind review 26): `args.optim.loss == 'l1'` picks the loss function from the config;
+    # the attribute is named `loss`, but a value read from the options is a setting, not a device tensor.
+    src = """
+        import torch
+        import torch.nn.functional as F
+
+        def train(args, model, loader, optimizer):
+            for mix, sources in loader:
+                mix, sources = mix.cuda(), sources.cuda()
+                estimate = model(mix)
+                if args.optim.loss == 'l1':
+                    loss = F.l1_loss(estimate, sources)
+                else:
+                    loss = F.mse_loss(estimate, sources)
+                if loss > 100:
+                    break
+                loss.backward()
+                optimizer.step()
+    """
+    assert [line for line, code in codes({"solver.py": src}) if code == "PFL105"] == [13]  # the loss, not the setting

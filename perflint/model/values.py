@@ -609,7 +609,10 @@ class Values:
             return Value(DEVICE, ON_DEVICE if base.device != ON_HOST else ON_HOST,
                          (("the device of `{}`", node.value),))
         if name is not None:
-            return self.guess(name, node)
+            guessed = self.guess(name, node)
+            if guessed.kind in (TENSOR, MODULE, OPTIMIZER, LOADER) and option_path(node) is not None:
+                return OTHER_VALUE  # `args.optim.loss == 'l1'`: a setting, whatever its name says
+            return guessed
         return UNKNOWN
 
     def _container_item(self, container: Value, key: str) -> Value | None:
