@@ -10,6 +10,9 @@ from perflint.rule import Rule
 
 class LoopInvariantTransfer(Rule):
     code = "PFL202"
+    # Off by default since blind review 26: none of its 4 findings in the reviews was right (buffers and
+    # constant tokens already on the device, where `.to()` is a no-op: lerobot, DensePose, torchtune).
+    default = False
     call_names = frozenset({"to", "cuda"})
     name = "loop-invariant-transfer"
     summary = "`.to(device)` / `.cuda()` of a value that does not change in the loop: move it once, before the loop"
@@ -33,7 +36,9 @@ for x, y in loader:
     loss = F.cross_entropy(model(x.to(device)), y.to(device), weight=weights)
 """
     known_problems = """
-Looks only at names and attributes (`mask`, `self.pos`) that nothing in the innermost loop rebinds:
+Off by default: the blind reviews judged none of its 4 findings right. Most values it sees are a
+module's buffers or tensors made on the device already, where `.to(device)` returns the tensor itself,
+and the source rarely says where the value lives. Looks only at names and attributes (`mask`, `self.pos`) that nothing in the innermost loop rebinds:
 not assigned, not the loop target, not changed in place (`m.mul_()`, `xs.append()`), moved to a device
 that does not change in the loop either (`for device, grads in grouped.items(): scale.to(device)` moves
 the value to a different device each time: quiet). It cannot see a
