@@ -2741,3 +2741,85 @@ def test_a_setting_named_like_a_tensor_is_a_setting():
                 optimizer.step()
     """
     assert [line for line, code in codes({"solver.py": src}) if code == "PFL105"] == [13]  # the loss, not the setting
+
+
+def test_the_other_devices_branch_of_a_cuda_prefetcher_is_not_the_cuda_run():
+    # efficientdet-pytorch's PrefetchLoader (blind review 26): `if self.device == "cuda":` copies on a side stream
+    # with non_blocking; the else branch serves other devices, which a CUDA run never takes.
+    src = """
+        import torch
+
+        class PrefetchLoader:
+            def __init__(self, loader, device="cuda"):
+                self.loader, self.device = loader, device
+
+            def __iter__(self):
+                stream = torch.cuda.Stream()
+                for x, y in self.loader:
+                    if self.device == "cuda":
+                        with torch.cuda.stream(stream):
+                            x = x.cuda(non_blocking=True)
+                    else:
+                        x = x.to(self.device)
+                    loss = model(x)
+                    print(loss.item())
+                    yield x, y
+
+        loader = PrefetchLoader(torch.utils.data.DataLoader(dataset, pin_memory=True))
+    """
+    assert codes({"loader.py": src}) == []
+    assert codes({"loader.py": src.replace('if self.device == "cuda":', "if self.side_stream:")}) == [(15, "PFL203")]
+
+
+def test_a_method_called_through_a_class_alias_only_behind_an_off_flag_is_not_reported():
+    # Informer2020 and Autoformer (blind review 26): `Exp = Exp_Informer`, `exp = Exp(args)`, and `exp.predict()`
+    # only under `if args.do_predict:` (a store_true flag). predict's own loop over its loader never runs.
+    exp = """
+        import torch
+
+        class Exp_Informer:
+            def __init__(self, args):
+                self.model = Net().cuda()
+
+            def predict(self, loader):
+                preds = []
+                for x in loader:
+                    pred = self.model(x.cuda(non_blocking=True))
+                    preds.append(pred.detach().cpu().numpy())
+                return preds
+    """
+    main = """
+        import argparse
+        from exp_informer import Exp_Informer
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument('--do_predict', action='store_true')
+        args = parser.parse_args()
+        Exp = Exp_Informer
+        exp = Exp(args)
+        if args.do_predict:
+            exp.predict(loader)
+    """
+    def syncs(files):
+        return [(line, code) for line, code in codes(files, "exp_informer.py") if code == "PFL103"]
+
+    assert syncs({"main.py": main, "exp_informer.py": exp}) == []
+    always = main.replace("if args.do_predict:\n            exp", "exp")
+    assert syncs({"main.py": always, "exp_informer.py": exp}) == [(12, "PFL103")]
+
+
+def test_a_view_between_two_reads_queues_no_work_so_the_second_read_is_paid():
+    # Informer's test loop (blind review 26): `preds.append(pred.detach().cpu().numpy())` then the same for `true`;
+    # `.detach()` makes a view, no kernel, so the second copy waits only for itself.
+    src = """
+        import torch
+
+        def test(model, loader):
+            preds, trues = [], []
+            for x, y in loader:
+                pred, true = model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True)
+                preds.append(pred.detach().cpu().numpy())
+                trues.append(true.detach().cpu().numpy())
+            return preds, trues
+    """
+    assert [(line, code) for line, code in codes({"exp.py": src}) if code == "PFL103"] == [(8, "PFL103")]

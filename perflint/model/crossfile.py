@@ -69,6 +69,7 @@ def calls_out(model: FileModel) -> list[CallOut]:
                 and not _rebound(model, name)}
     if not imported:
         return []
+    imported.update(_class_aliases(model, imported))
     instances = _instances(model, {n for n, (_, _, i) in imported.items() if _a_class(i)})
     steps, values = Steps.of(model), Values.of(model)
     out: list[CallOut] = []
@@ -122,6 +123,21 @@ def _where(model: FileModel, call: cst.Call) -> tuple[str, str, int, int]:
             break
         nth += len(c.args) == nargs and dotted(c.func) == callee
     return function.qualname if function is not None else "", callee, nargs, nth
+
+
+def _class_aliases(model: FileModel, imported: dict) -> dict:
+    """`Exp = Exp_Informer` (then `exp = Exp(args)`, `exp.predict(...)`): another name for an imported class,
+    where every assignment of that name gives the same class."""
+    found: dict[str, set] = {}
+    for assign in model.nodes(cst.Assign):
+        for target in assign.targets:
+            if isinstance(target.target, cst.Name) and target.target.value not in imported:
+                value = assign.value
+                cls = value.value if isinstance(value, cst.Name) and value.value in imported \
+                    and _a_class(imported[value.value][2]) else None
+                found.setdefault(target.target.value, set()).add(cls)
+    return {name: imported[next(iter(classes))] for name, classes in found.items()
+            if len(classes) == 1 and None not in classes}
 
 
 def _instances(model: FileModel, classes: set[str]) -> dict[str, str]:

@@ -773,7 +773,7 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:
     """The branch a CUDA run never takes: `if x.device.type == "cpu":` (a fallback of a fused CUDA op), the
-    else of `if x.is_cuda:`."""
+    else of `if x.is_cuda:` or of `if self.device == "cuda":` (a prefetcher's path for other devices)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         test, holds = test.expression, not holds
     if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
@@ -783,9 +783,12 @@ def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         op, right = test.comparisons[0].operator, test.comparisons[0].comparator
         left = test.left
-        if isinstance(left, cst.Attribute) and left.attr.value == "type" and isinstance(left.value, cst.Attribute) \
-                and left.value.attr.value == "device" and isinstance(right, cst.SimpleString):
-            cpu = right.evaluated_value == "cpu"
+        if isinstance(left, cst.Attribute) and left.attr.value == "type":
+            left = left.value
+        device = (left.attr.value if isinstance(left, cst.Attribute) else left.value if isinstance(left, cst.Name)
+                  else "").endswith("device")  # `x.device.type`, `self.device`, `device`
+        if device and isinstance(right, cst.SimpleString) and right.evaluated_value in ("cpu", "cuda"):
+            cpu = right.evaluated_value == "cpu"  # (the else of `if self.device == "cuda":` is the fallback)
             if isinstance(op, cst.Equal):
                 return holds == cpu
             if isinstance(op, cst.NotEqual):

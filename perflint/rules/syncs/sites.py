@@ -489,6 +489,11 @@ def _size(model: FileModel, node: cst.CSTNode) -> int:
     return found
 
 
+# Methods that queue no device work: the reads themselves, and views (`true.detach()` between two `.cpu()`).
+_NO_KERNEL = {"item", "tolist", "cpu", "numpy", "synchronize", "size", "dim", "detach", "view", "view_as", "squeeze",
+              "unsqueeze", "permute", "transpose", "t", "expand", "expand_as", "narrow", "select", "unflatten"}
+
+
 def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev: SyncSite) -> bool:
     """Whether device work is queued between two waits (a model's forward, `.backward()`, any op whose
     result is on the device): the second then waits for it again."""
@@ -499,7 +504,7 @@ def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev:
         if order <= prev.order or order >= site.order or call is site.node or call is prev.node \
                 or _inside(model, site.node, call):  # `meter.update(loss.item())` runs after the read
             continue
-        if method_name(call) in ("item", "tolist", "cpu", "numpy", "synchronize", "size", "dim"):
+        if method_name(call) in _NO_KERNEL:
             continue
         if steps.is_step_work(call):
             return True
