@@ -610,8 +610,9 @@ class Values:
                          (("the device of `{}`", node.value),))
         if name is not None:
             guessed = self.guess(name, node)
-            if guessed.kind in (TENSOR, MODULE, OPTIMIZER, LOADER) and option_path(node) is not None:
-                return OTHER_VALUE  # `args.optim.loss == 'l1'`: a setting, whatever its name says
+            if guessed.kind in (TENSOR, OPTIMIZER) and option_path(node) is not None:
+                return OTHER_VALUE  # `args.optim.loss == 'l1'`: a setting, whatever its name says (a config
+                # object may hold loaders: `self.run_config.valid_loader`)
             return guessed
         return UNKNOWN
 
