@@ -117,6 +117,7 @@ class Linter:
                     f = replace(f, requires=())
                 (result.conditional if f.requires else result.findings).append(f)
         result.calls = out
+        model.release()
         return result
 
     def _syntax_error(self, source: bytes | str, path: str, error: Exception) -> Finding:
@@ -213,6 +214,7 @@ def _block_indents(module: cst.Module, targets: set[cst.CSTNode]) -> dict[cst.CS
             stack.pop()
 
     visit(module)
+    visit = None  # noqa: F841 (the closure refers to itself: a cycle that would keep the whole tree alive)
     return found
 
 

@@ -310,6 +310,28 @@ class FileModel:
         file and a rule's findings never depend on which other rules ran during the walk."""
         self._memo.clear()
 
+    def release(self) -> None:
+        """Break the model's reference cycles (a function and its frame and scope, a scope and its bindings,
+        the caches and the model), so that the model and the file's tree are freed as soon as the last
+        finding is placed, without waiting for the garbage collector to find them."""
+        scopes = [self.module_scope, *(f.scope for f in self.functions), *(c.scope for c in self.classes.values()),
+                  *(loop.scope for loop in self.all_loops)]
+        for scope in scopes:
+            if scope is not None:
+                scope.bindings.clear()
+                scope.function = scope.cls = None
+        for loop in self.all_loops:
+            loop.loop = None  # (a loop's frame is its own `loop`)
+        for info in self.functions:
+            info.frame = info.scope = info.cls = None
+        for cls in self.classes.values():
+            cls.methods.clear()
+            cls.attrs.clear()
+            cls.scope = None
+        self._memo.clear()
+        self._trees.clear()
+        self.sites.clear()
+
     # ---- names ----------------------------------------------------------------------------------------
     def qualname(self, node: cst.CSTNode) -> str | None:
         """Qualified name of a Name/Attribute chain through import aliases: with `import torch as T`,
