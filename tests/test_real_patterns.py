@@ -2823,3 +2823,22 @@ def test_a_view_between_two_reads_queues_no_work_so_the_second_read_is_paid():
             return preds, trues
     """
     assert [(line, code) for line, code in codes({"exp.py": src}) if code == "PFL103"] == [(8, "PFL103")]
+
+
+def test_a_loop_whose_body_ends_in_break_runs_once():
+    # vits' evaluate() (blind review 27): it copies the first batch of the eval loader to the GPU and breaks;
+    # the copies run once per evaluation, not every step.
+    src = """
+        import torch
+
+        def evaluate(generator, eval_loader):
+            with torch.no_grad():
+                for x, y in eval_loader:
+                    x, y = x.cuda(0), y.cuda(0)
+                    x = x[:1]
+                    break
+                y_hat = generator.infer(x)
+            return y_hat
+    """
+    assert codes({"train.py": src}) == []
+    assert codes({"train.py": src.replace("                    break\n", "")}) == [(7, "PFL203"), (7, "PFL203")]

@@ -422,6 +422,8 @@ class Steps:
             iterable = None
         else:
             iterable = node.for_in.iter
+        if _ends_in_break(node):  # `for batch in eval_loader: ...; break`: one batch, one iteration
+            return LoopKind(SMALL, (("runs once: the loop body ends in `break`", node.body),))
         calls = self.calls_in(frame)
         model = self.model
         for call in calls:
@@ -794,6 +796,17 @@ def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:
             if isinstance(op, cst.NotEqual):
                 return holds != cpu
     return False
+
+
+def _ends_in_break(loop: cst.CSTNode) -> bool:
+    """A loop whose body ends in an unconditional `break` runs its body at most once (vits' evaluate takes
+    the first batch of the eval loader and leaves)."""
+    body = getattr(loop, "body", None)
+    statements = getattr(body, "body", ())
+    if not statements or not isinstance(body, cst.IndentedBlock):
+        return False
+    last = statements[-1]
+    return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Break) for s in last.body)
 
 
 def _every_k(gate: Frame) -> bool:
