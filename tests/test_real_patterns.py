@@ -2842,3 +2842,26 @@ def test_a_loop_whose_body_ends_in_break_runs_once():
     """
     assert codes({"train.py": src}) == []
     assert codes({"train.py": src.replace("                    break\n", "")}) == [(7, "PFL203"), (7, "PFL203")]
+
+
+def test_a_loop_that_breaks_when_its_counter_reaches_a_small_constant_is_a_few_iterations():
+    # StyleTTS2's train_second.py (blind review 27): after validation, once per epoch, audio for the first six
+    # utterances of the last batch (`if bib >= 5: break`); not the per-step path.
+    src = """
+        import torch
+
+        def train(model, loader, val_loader, optimizer, epochs):
+            for epoch in range(epochs):
+                for x, y in loader:
+                    loss = model(x.cuda(non_blocking=True)).mean()
+                    loss.backward()
+                    optimizer.step()
+                with torch.no_grad():
+                    for bib in range(len(x)):
+                        out = model(x[bib:bib + 1].cuda(non_blocking=True))
+                        n = int(out.sum())
+                        if bib >= 5:
+                            break
+    """
+    assert codes({"train.py": src}) == []
+    assert codes({"train.py": src.replace("bib >= 5", "bib >= limit")}) == [(13, "PFL104")]

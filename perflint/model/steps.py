@@ -424,6 +424,8 @@ class Steps:
             iterable = node.for_in.iter
         if _ends_in_break(node):  # `for batch in eval_loader: ...; break`: one batch, one iteration
             return LoopKind(SMALL, (("runs once: the loop body ends in `break`", node.body),))
+        if _breaks_after_few(node):  # `...; if i >= 5: break`: six iterations at most
+            return LoopKind(SMALL, (("a few iterations: the loop breaks after a fixed count", node.body),))
         calls = self.calls_in(frame)
         model = self.model
         for call in calls:
@@ -807,6 +809,25 @@ def _ends_in_break(loop: cst.CSTNode) -> bool:
         return False
     last = statements[-1]
     return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Break) for s in last.body)
+
+
+def _breaks_after_few(loop: cst.CSTNode) -> bool:
+    """`for bib in range(len(batch)): ...; if bib >= 5: break` (StyleTTS2's audio samples after validation): the
+    body ends by leaving once the loop's own counter reaches a small constant."""
+    body = getattr(loop, "body", None)
+    statements = getattr(body, "body", ())
+    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name) or not statements \
+            or not isinstance(body, cst.IndentedBlock):
+        return False
+    last = statements[-1]
+    if not isinstance(last, cst.If) or last.orelse is not None or not isinstance(last.test, cst.Comparison) \
+            or len(last.test.comparisons) != 1:
+        return False
+    test, comparison = last.test, last.test.comparisons[0]
+    bound = int_value(comparison.comparator)
+    return isinstance(test.left, cst.Name) and test.left.value == loop.target.value \
+        and isinstance(comparison.operator, (cst.GreaterThan, cst.GreaterThanEqual, cst.Equal)) \
+        and bound is not None and bound <= _SMALL_RANGE and _ends_in_break(last)
 
 
 def _every_k(gate: Frame) -> bool:
