@@ -2865,3 +2865,35 @@ def test_a_loop_that_breaks_when_its_counter_reaches_a_small_constant_is_a_few_i
     """
     assert codes({"train.py": src}) == []
     assert codes({"train.py": src.replace("bib >= 5", "bib >= limit")}) == [(13, "PFL104")]
+
+
+def test_a_default_tensor_type_set_by_the_entry_script_holds_in_the_files_it_imports():
+    # ssd.pytorch (blind review 27): train.py sets `torch.cuda.FloatTensor` as the default tensor type, so the
+    # loss module's `torch.Tensor(num, 4)` is made on the GPU; a typed `torch.LongTensor(num)` is still a CPU one.
+    loss = """
+        import torch
+        import torch.nn as nn
+
+        class MultiBoxLoss(nn.Module):
+            def forward(self, predictions, targets):
+                num = predictions.size(0)
+                loc_t = torch.Tensor(num, 4)
+                conf_t = torch.LongTensor(num)
+                loc_t = loc_t.cuda()
+                conf_t = conf_t.cuda()
+                return (predictions * loc_t).sum() + conf_t.sum()
+    """
+    train = """
+        import torch
+        from loss import MultiBoxLoss
+
+        torch.set_default_tensor_type('torch.cuda.FloatTensor')
+        criterion = MultiBoxLoss()
+        for images, targets in loader:
+            loss = criterion(net(images.cuda(non_blocking=True)), targets)
+            loss.backward()
+    """
+    found = [(line, code) for line, code in codes({"loss.py": loss, "train.py": train}, "loss.py") if code == "PFL201"]
+    assert found == [(9, "PFL201")]
+    alone = "\n".join(l for l in train.splitlines() if "set_default_tensor_type" not in l)
+    assert [line for line, code in codes({"loss.py": loss, "train.py": alone}, "loss.py") if code == "PFL201"] == [8, 9]

@@ -28,7 +28,7 @@ _TRUE_DEFAULTS = (re.compile(r"^[ \t]*(\w+)\s*(?::\s*bool)?\s*=\s*True\b", re.MU
                   re.compile(r"add_argument\(\s*['\"]-{1,2}([\w-]+)['\"][^)]*?default\s*=\s*True"),
                   re.compile(r"add_argument\(\s*['\"]--no[-_]([\w-]+)['\"][^)]*?store_false"))
 _CUSTOM_TO = re.compile(r"^[ \t]+def to\(self", re.MULTILINE)
-_DEFAULT_DEVICE = re.compile(r"set_default_device|set_default_tensor_type\([^)]*cuda")
+_DEFAULT_DEVICE = re.compile(r"set_default_device\(\s*(?![\"']cpu)|set_default_tensor_type\([^)]*cuda")
 _DEFINES = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
 _CLASS = re.compile(r"^class[ \t]+(\w+)", re.MULTILINE)
 _NEXT_TOP_LEVEL = re.compile(r"\n(?=[^\s#)])")
@@ -558,10 +558,12 @@ class Project:
                     wholesale.add(own)
         return importers, wholesale
 
-    def _connect(self, importers: dict[str, set[str]]) -> dict[str, tuple[bool, bool, bool, bool]]:
+    def _connect(self, importers: dict[str, set[str]]) -> dict[str, tuple[bool, bool, bool, bool, bool]]:
         """For each file, facts of its program (the files linked to it by local imports, either way): does
         it compile a model somewhere, does it do so by default, does it move work to a device, does it
-        define a `to()` method of its own. A folder of separate examples is many programs; a package and
+        define a `to()` method of its own, does it make the device the default for new tensors (ssd.pytorch's
+        train.py sets `torch.cuda.FloatTensor` as the default type, so its loss's `torch.Tensor(...)` is made
+        there). A folder of separate examples is many programs; a package and
         the scripts that import it are one."""
         parent = {path: path for path in self.scans}
 
@@ -591,7 +593,7 @@ class Project:
             defaults = set().union(*(s.true_defaults for s in scans))
             any_compile = any(s.compile_guards for s in scans)
             programs[root] = (any_compile, any_compile and any(s.compiled_by_default(defaults) for s in scans),
-                              device_work, custom_to)
+                              device_work, custom_to, any(s.default_device for s in scans))
             options = program_options[root] = {}
             for s in scans:
                 for name, value in s.options.items():
@@ -631,7 +633,7 @@ class Project:
     def facts(self, path: str, tests_as_code: bool = False) -> FileFacts:
         """The facts one file is linted with (`tests_as_code`: a test file is judged as any other)."""
         scan = self.scans[path]
-        compiles, by_default, device_work, custom_to = self._programs[path]
+        compiles, by_default, device_work, custom_to, default_device = self._programs[path]
         local = frozenset(f"{level}:{module}" for level, module, names in scan.imports
                           if self.resolve(path, level, module, names))
         read_backs = set(scan.read_backs)
@@ -653,7 +655,7 @@ class Project:
                     runners[n] = self.scans[found[0]].runners[found[1]]
         return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path) and not tests_as_code,
                          device_work=device_work,
-                         compiles=compiles, compiled_by_default=by_default, default_device=scan.default_device,
+                         compiles=compiles, compiled_by_default=by_default, default_device=default_device,
                          custom_to=custom_to, local_imports=local, options=_read_options(scan, self._options[path]),
                          read_backs=frozenset(read_backs), unused=path in self._unused,
                          unused_classes=self._unused_classes.get(path, frozenset()),

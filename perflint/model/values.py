@@ -1245,7 +1245,8 @@ class Values:
                 inner = self.value(call.args[0].value)
                 if inner.kind == TENSOR:
                     return inner
-            if model.facts.default_device:
+            if model.facts.default_device and not (qual.endswith("Tensor") and qual != "torch.Tensor"):
+                # (a typed constructor, `torch.LongTensor(n)`, makes a CPU tensor whatever the default)
                 return Value(TENSOR, None, (("`{}` (the default device is set)", call),))
             return Value(TENSOR, ON_HOST, (("made on the host by `{}`", call),), origin=call)
         if qual in api.LIKE_FACTORIES and call.args:
