@@ -2897,3 +2897,46 @@ def test_a_default_tensor_type_set_by_the_entry_script_holds_in_the_files_it_imp
     assert found == [(9, "PFL201")]
     alone = "\n".join(l for l in train.splitlines() if "set_default_tensor_type" not in l)
     assert [line for line, code in codes({"loss.py": loss, "train.py": alone}, "loss.py") if code == "PFL201"] == [8, 9]
+
+
+def test_a_loop_that_accumulates_micro_batches_and_steps_the_optimizer_once_is_the_step_loop():
+    # improved-diffusion's TrainLoop (labelled): each iteration of run_loop runs forward_backward's micro-batch
+    # loop (backward only) and then optimize_normal (opt.step); one iteration is one training step, so the
+    # gradient-norm logging it calls every time reads `.item()` every step.
+    src = """
+        import torch
+
+        class TrainLoop:
+            def run_loop(self):
+                while True:
+                    batch = next(self.data)
+                    self.run_step(batch)
+
+            def run_step(self, batch):
+                self.forward_backward(batch)
+                self.optimize_normal()
+
+            def forward_backward(self, batch):
+                self.opt.zero_grad()
+                for i in range(0, batch.shape[0], self.microbatch):
+                    micro = batch[i : i + self.microbatch].cuda()
+                    loss = self.model(micro).mean()
+                    loss.backward()
+
+            def optimize_normal(self):
+                self._log_grad_norm()
+                self.opt.step()
+
+            def _log_grad_norm(self):
+                sqsum = 0.0
+                for p in self.model.parameters():
+                    sqsum += (p.grad ** 2).sum().item()
+                print(sqsum)
+    """
+    assert (28, "PFL101") in codes({"train_util.py": src})
+    # where the inner loop steps the optimizer itself, an iteration of the outer loop is many steps, and what it
+    # calls outside that loop runs once per iteration, not every step
+    outer = src.replace("                self.optimize_normal()\n", "                self._log_grad_norm()\n").replace(
+        "                    loss.backward()\n", "                    loss.backward()\n                    self.opt.step()\n"
+    ).replace("                self._log_grad_norm()\n                self.opt.step()\n", "                pass\n")
+    assert [code for _, code in codes({"train_util.py": outer})] == []

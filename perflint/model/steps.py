@@ -452,7 +452,13 @@ class Steps:
             # an inner loop: it is a loop of steps all the same. An epoch loop does neither itself.
             own = next((c for c in calls if model.sites[c][0].loop is frame and self._trains(c)), None)
             if own is None:
-                return LoopKind(OUTER, inner)
+                # Gradient accumulation: the inner loop runs micro-batches' `backward()`, and this iteration
+                # steps the optimizer once, outside any loop (improved-diffusion's `run_step`).
+                once = next((c for c in calls if model.sites[c][0].loop is frame and self._steps_once(c)), None)
+                if once is None:
+                    return LoopKind(OUTER, inner)
+                return LoopKind(STEP, (("runs every step: each iteration steps the optimizer once (`{}`)", once),
+                                       ("loop at `{}`", _header(node))))
             return LoopKind(STEP, (("runs every step: each iteration runs `{}`", own),
                                    ("loop at `{}`", _header(node))))
         if iterable is not None and self._few(iterable, sources) and not (len(frame.loops()) > 1 and any(
@@ -592,6 +598,17 @@ class Steps:
             self.model._memo[key] = False  # a cycle of calls
             found = self.model._memo[key] = any(self.trains(c, depth + 1) for c in callee.calls)
         return found
+
+    def _steps_once(self, call: cst.Call, depth: int = 0) -> bool:
+        """`optimizer.step()`, or a call of a function of this file that steps an optimizer outside any loop
+        of its own (`run_step()` -> `optimize_normal()` -> `self.opt.step()`)."""
+        receiver = (dotted(call.func.value) or "").lower() if isinstance(call.func, cst.Attribute) else ""
+        if method_name(call) == "step" and "env" not in receiver and "sched" not in receiver and self._trains(call):
+            return True
+        callee = self.values.callee(call)
+        if callee is None or callee.name == "__init__" or depth >= 3:
+            return False
+        return any(self.model.sites[c][0].loop is None and self._steps_once(c, depth + 1) for c in callee.calls)
 
     def calls_in(self, frame: Frame) -> list[cst.Call]:
         """The calls inside a loop (nested loops included, nested functions not)."""
