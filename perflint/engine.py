@@ -61,9 +61,9 @@ class Linter:
         out (model/crossfile.py).
 
         Python's cyclic garbage collector is paused while one file is linted: the parse and the model
-        allocate hundreds of thousands of objects, and collections that walk them again found no garbage
-        worth the time (12% of the lint of 147,571 lines; `benchmarks/bench_lint_speed.py`). The model's
-        own cycles are collected as usual once the file is done."""
+        allocate hundreds of thousands of objects that collections mid-lint would walk again and again. The
+        model breaks its own cycles when it is done (`FileModel.release`), so the young-generation collection
+        after the file finds little (README, "Speed")."""
         paused = gc.isenabled()
         if paused:
             gc.disable()
@@ -200,21 +200,19 @@ def _hooks(rules: list[Rule]) -> tuple[dict, dict, dict]:
 def _block_indents(module: cst.Module, targets: set[cst.CSTNode]) -> dict[cst.CSTNode, list[str]]:
     """The indentation tokens of the blocks enclosing each target (one fast walk, only for fixes)."""
     found: dict[cst.CSTNode, list[str]] = {}
-    stack: list[str] = []
-
-    def visit(node: cst.CSTNode) -> None:
+    indents: list[str] = []
+    stack: list[tuple[cst.CSTNode, bool]] = [(module, False)]
+    while stack:
+        node, leaving = stack.pop()
+        if leaving:  # the block's children are done
+            indents.pop()
+            continue
         if node in targets:
-            found[node] = list(stack)
-        block = isinstance(node, cst.IndentedBlock)
-        if block:
-            stack.append(module.default_indent if node.indent is None else node.indent)
-        for child in children(node):
-            visit(child)
-        if block:
-            stack.pop()
-
-    visit(module)
-    visit = None  # noqa: F841 (the closure refers to itself: a cycle that would keep the whole tree alive)
+            found[node] = list(indents)
+        if isinstance(node, cst.IndentedBlock):
+            indents.append(module.default_indent if node.indent is None else node.indent)
+            stack.append((node, True))
+        stack.extend((child, False) for child in reversed(list(children(node))))
     return found
 
 

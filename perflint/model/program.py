@@ -325,8 +325,6 @@ class FileModel:
         for info in self.functions:
             info.frame = info.scope = info.cls = None
         for cls in self.classes.values():
-            cls.methods.clear()
-            cls.attrs.clear()
             cls.scope = None
         self._memo.clear()
         self._trees.clear()

@@ -603,7 +603,7 @@ class Steps:
         """`optimizer.step()`, or a call of a function of this file that steps an optimizer outside any loop
         of its own (`run_step()` -> `optimize_normal()` -> `self.opt.step()`)."""
         receiver = (dotted(call.func.value) or "").lower() if isinstance(call.func, cst.Attribute) else ""
-        if method_name(call) == "step" and "env" not in receiver and "sched" not in receiver and self._trains(call):
+        if method_name(call) == "step" and "env" not in receiver and self._trains(call):
             return True
         callee = self.values.callee(call)
         if callee is None or callee.name == "__init__" or depth >= 3:
@@ -817,28 +817,25 @@ def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:
     return False
 
 
-def _ends_in_break(loop: cst.CSTNode) -> bool:
+def _last_statement(node: cst.CSTNode) -> cst.BaseStatement | None:
+    """The last statement of a loop's or an `if`'s indented body."""
+    body = getattr(node, "body", None)
+    return body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else None
+
+
+def _ends_in_break(node: cst.CSTNode) -> bool:
     """A loop whose body ends in an unconditional `break` runs its body at most once (vits' evaluate takes
     the first batch of the eval loader and leaves)."""
-    body = getattr(loop, "body", None)
-    statements = getattr(body, "body", ())
-    if not statements or not isinstance(body, cst.IndentedBlock):
-        return False
-    last = statements[-1]
+    last = _last_statement(node)
     return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Break) for s in last.body)
 
 
 def _breaks_after_few(loop: cst.CSTNode) -> bool:
     """`for bib in range(len(batch)): ...; if bib >= 5: break` (StyleTTS2's audio samples after validation): the
     body ends by leaving once the loop's own counter reaches a small constant."""
-    body = getattr(loop, "body", None)
-    statements = getattr(body, "body", ())
-    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name) or not statements \
-            or not isinstance(body, cst.IndentedBlock):
-        return False
-    last = statements[-1]
-    if not isinstance(last, cst.If) or last.orelse is not None or not isinstance(last.test, cst.Comparison) \
-            or len(last.test.comparisons) != 1:
+    last = _last_statement(loop)
+    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name) or not isinstance(last, cst.If) \
+            or last.orelse is not None or not isinstance(last.test, cst.Comparison) or len(last.test.comparisons) != 1:
         return False
     test, comparison = last.test, last.test.comparisons[0]
     bound = int_value(comparison.comparator)

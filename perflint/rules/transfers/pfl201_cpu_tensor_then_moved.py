@@ -249,8 +249,7 @@ def _made_by_numpy(model: FileModel, values: Values, origin: cst.Call) -> bool:
 
 _BYTES = {"bool": 1, "uint8": 1, "int8": 1, "float16": 2, "bfloat16": 2, "int16": 2, "float32": 4, "int32": 4,
           "float64": 8, "int64": 8}
-_CAST_TO = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16", "long": "int64",
-            "int": "int32", "short": "int16"}
+# The short names, as dtypes (`torch.float`) and as cast methods (`.float()`).
 _DTYPE_NAMES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
                 "short": "int16"}
 
@@ -261,7 +260,7 @@ def _widened(model: FileModel, values: Values, node: cst.CSTNode) -> tuple[str, 
     if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
         return None
     method = node.func.attr.value
-    wide = _CAST_TO.get(method) if not node.args else None
+    wide = _canonical(method) if not node.args else None
     if method == "to" and len(node.args) == 1 and not node.args[0].keyword:
         wide = _dtype(model, node.args[0].value)
     if wide is None:
@@ -280,6 +279,9 @@ def _widened(model: FileModel, values: Values, node: cst.CSTNode) -> tuple[str, 
 def _dtype(model: FileModel, node: cst.CSTNode) -> str | None:
     """"uint8" for `torch.uint8`, "float32" for `torch.float`; None for anything else."""
     qual = model.qualname(node) or ""
-    name = qual[6:] if qual.startswith("torch.") else None
+    return _canonical(qual[6:]) if qual.startswith("torch.") else None
+
+
+def _canonical(name: str) -> str | None:
     name = _DTYPE_NAMES.get(name, name)
     return name if name in _BYTES else None

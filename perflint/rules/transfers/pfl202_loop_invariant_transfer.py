@@ -38,7 +38,8 @@ for x, y in loader:
     known_problems = """
 Off by default: the blind reviews judged none of its 4 findings right. Most values it sees are a
 module's buffers or tensors made on the device already, where `.to(device)` returns the tensor itself,
-and the source rarely says where the value lives. Looks only at names and attributes (`mask`, `self.pos`) that nothing in the innermost loop rebinds:
+and the source rarely says where the value lives. Looks only at names and attributes (`mask`,
+`self.pos`) that nothing in the innermost loop rebinds:
 not assigned, not the loop target, not changed in place (`m.mul_()`, `xs.append()`), moved to a device
 that does not change in the loop either (`for device, grads in grouped.items(): scale.to(device)` moves
 the value to a different device each time: quiet). It cannot see a
