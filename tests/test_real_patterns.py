@@ -2940,3 +2940,59 @@ def test_a_loop_that_accumulates_micro_batches_and_steps_the_optimizer_once_is_t
         "                    loss.backward()\n", "                    loss.backward()\n                    self.opt.step()\n"
     ).replace("                self._log_grad_norm()\n                self.opt.step()\n", "                pass\n")
     assert [code for _, code in codes({"train_util.py": outer})] == []
+
+
+# ---- blind review 27 (OLMo, DPR): report once, across a stop check and a helper --------------------------
+
+def test_reads_after_a_nan_check_that_stops_the_run_are_already_paid():
+    train = """
+        import torch
+
+        class Trainer:
+            def train_step(self, batch):
+                loss = self.model(batch.cuda(non_blocking=True)).mean()
+                loss.backward()
+                self.optim.step()
+                # the syncs are grouped at the end of the step on purpose
+                if torch.isnan(loss):
+                    raise ValueError("nan loss")
+                self.cur_loss = loss.item()
+
+            def fit(self, loader):
+                self.model = self.model.cuda()
+                for batch in loader:
+                    self.train_step(batch)
+    """
+    found = codes({"train.py": train})
+    assert (12, "PFL101") not in found  # the NaN check, a stop test with no fix, waited already
+    # With the check before the backward pass and the step, the read waits for them again.
+    early = train.replace("""                loss.backward()
+                self.optim.step()
+""", "").replace("""                self.cur_loss = loss.item()""", """                loss.backward()
+                self.optim.step()
+                self.cur_loss = loss.item()""")
+    assert (12, "PFL101") in codes({"train.py": early})
+
+
+def test_a_read_after_a_helper_that_runs_the_model_and_reads_a_count_back_is_paid():
+    train = """
+        import torch
+
+        def fwd_pass(model, batch):
+            out = model(batch)
+            loss = out.logsumexp(1).mean()
+            n_correct = (out.argmax(1) == 0).sum().item()
+            return loss, n_correct
+
+        class Trainer:
+            def validate(self, loader):
+                self.model = self.model.cuda()
+                total = 0.0
+                for batch in loader:
+                    loss, correct = fwd_pass(self.model, batch)
+                    total += loss.item()
+    """
+    assert (16, "PFL101") not in codes({"train.py": train})
+    # A helper given only host values reads nothing of the device back.
+    plain = train.replace("n_correct = (out.argmax(1) == 0).sum().item()", "n_correct = 0")
+    assert (16, "PFL101") in codes({"train.py": plain})

@@ -21,7 +21,7 @@ from perflint.model import torchapi as api
 from perflint.model.names import dotted, is_true, keyword, method_name, positional, truth_tested
 from perflint.model.program import FileModel, Frame
 from perflint.model.steps import Step, Steps, generates
-from perflint.model.values import ON_DEVICE, ON_HOST, TENSOR, Value, Values
+from perflint.model.values import MODULE, ON_DEVICE, ON_HOST, TENSOR, Value, Values
 from perflint.rule import Rule
 from perflint.tree import find_all
 
@@ -189,6 +189,7 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             continue
         if site.operand is not None and (_needed_on_host(model, site.node) or site.code in ("PFL102", "PFL103")
                                          and not _collected(model, site.node)):
+            waits.append(site)  # no fix here, but a wait all the same: what follows it in the step is free
             continue
         if site.code != "PFL109" and steps.every_k_gate(step_frame) is not None:
             continue  # read every k steps already: what the fix would make of it
@@ -199,6 +200,7 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             waits.append(site)  # a wait all the same: what follows it in the step is free
             continue
         if site.operand is not None and _by_design(model, steps, site):
+            waits.append(site)  # the NaN check before the step's metrics (OLMo): those reads are then free
             continue
         waits.append(site)
         site.reported = True
@@ -349,10 +351,11 @@ def _paid_by(model: FileModel, values: Values, site: SyncSite, earlier: list[Syn
 
 
 def _device_argument(model: FileModel, call: cst.Call) -> bool:
-    """Whether a call is passed a value on the device (`accuracy(scores, targets)` with the model's output):
-    then what the helper reads back waits for the device, not for a NumPy value."""
+    """Whether a call is passed a value on the device (`accuracy(scores, targets)` with the model's output)
+    or a model (`loss, n = fwd_pass(self.model, batch)`, which runs it and reads a count back): then what
+    the helper reads back waits for the device, not for a NumPy value."""
     values = Values.of(model)
-    return any(values.value(a.value).device == ON_DEVICE for a in call.args)
+    return any(v.device == ON_DEVICE or v.kind == MODULE for v in (values.value(a.value) for a in call.args))
 
 
 def _paid_after(model: FileModel, values: Values, site: SyncSite, later: list[SyncSite]) -> SyncSite | None:
@@ -502,8 +505,8 @@ def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev:
     for call in calls:
         order = model.sites[call][1]
         if order <= prev.order or order >= site.order or call is site.node or call is prev.node \
-                or _inside(model, site.node, call):  # `meter.update(loss.item())` runs after the read
-            continue
+                or _inside(model, site.node, call) or _inside(model, call, prev.node):
+            continue  # `meter.update(loss.item())` runs after the read; `if torch.isnan(t):` waits for its op
         if method_name(call) in _NO_KERNEL:
             continue
         if steps.is_step_work(call):
