@@ -2996,3 +2996,106 @@ def test_a_read_after_a_helper_that_runs_the_model_and_reads_a_count_back_is_pai
     # A helper given only host values reads nothing of the device back.
     plain = train.replace("n_correct = (out.argmax(1) == 0).sum().item()", "n_correct = 0")
     assert (16, "PFL101") in codes({"train.py": plain})
+
+
+# ---- blind review 28 (deep-person-reid, trl, opacus, YOLOv4) ---------------------------------------------
+
+def test_a_read_after_reads_of_values_of_unknown_place_is_not_the_first_wait():
+    engine = """
+        import torch
+
+        class Engine:
+            def forward_backward(self, imgs):
+                imgs = imgs.cuda()
+                out1, out2 = self.model1(imgs), self.model2(imgs)
+                loss_a = self.compute_loss(self.criterion, out1)
+                loss_b = self.compute_kl_div(out2.detach(), out1)
+                loss = loss_a + loss_b
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                return {"a": loss_a.item(), "b": loss_b.item()}
+
+            def run(self, loader):
+                for imgs in loader:
+                    self.forward_backward(imgs)
+    """
+    # `loss_a` comes from a helper the model cannot follow: if it is on the device, its read is the wait.
+    assert (14, "PFL101") not in codes({"engine.py": engine})
+    alone = engine.replace('"a": loss_a.item(), ', "")
+    assert (14, "PFL101") in codes({"engine.py": alone})
+
+
+def test_a_trainer_built_on_transformers_trainer_has_a_compile_flag():
+    base = """
+        from transformers import Trainer
+
+        class BaseTrainer(Trainer):
+            pass
+    """
+    ppo = """
+        import torch
+        from base import BaseTrainer
+
+        class PPOTrainer(BaseTrainer):
+            def train(self):
+                policy = Policy().to(self.accelerator.device)
+                for batch in self.dataloader:
+                    loss = policy(batch["input_ids"]).mean()
+                    loss.backward()
+                    self.optimizer.step()
+    """
+    assert not [c for c in codes({"base.py": base, "ppo.py": ppo}) if c[1] == "PFL401"]
+    plain = base.replace("class BaseTrainer(Trainer)", "class BaseTrainer(object)")
+    assert (7, "PFL401") in codes({"base.py": plain, "ppo.py": ppo})
+
+
+def test_a_model_trained_with_opacus_is_not_told_to_compile():
+    mnist = """
+        import torch
+        from opacus import PrivacyEngine
+
+        def main(args, loader):
+            model = Net().to("cuda")
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            if not args.disable_dp:
+                engine = PrivacyEngine()
+                model, optimizer, loader = engine.make_private(module=model, optimizer=optimizer, data_loader=loader)
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x.to("cuda", non_blocking=True)), y.to("cuda", non_blocking=True))
+                loss.backward()
+                optimizer.step()
+    """
+    assert (6, "PFL401") not in codes({"mnist.py": mnist})
+    without = mnist.replace("from opacus import PrivacyEngine", "from dp import PrivacyEngine")
+    assert (6, "PFL401") in codes({"mnist.py": without})
+
+
+def test_a_helper_given_host_tensors_returns_a_host_tensor_whatever_its_other_callers_pass():
+    loss = """
+        import torch
+
+        def iou(a, b):
+            tl = torch.max(a[:, None, :2], b[:, :2])
+            br = torch.min(a[:, None, 2:], b[:, 2:])
+            return (br - tl).clamp(min=0).prod(2)
+
+        class YoloLoss:
+            def __init__(self):
+                self.ref = torch.from_numpy(make_anchors())
+
+            def build_target(self, pred, boxes):
+                for b in range(pred.shape[0]):
+                    truth = boxes[b].to("cuda")
+                    best = iou(boxes[b], self.ref).argmax(1)
+                    if sum(best == 0) == 0:
+                        continue
+                    overlap = iou(pred[b].cuda(), truth)
+
+            def step(self, model, loader):
+                for x, boxes in loader:
+                    self.build_target(model(x.cuda(non_blocking=True)), boxes)
+    """
+    assert (17, "PFL105") not in codes({"loss.py": loss})
+    on_device = loss.replace("iou(boxes[b], self.ref)", "iou(truth, self.ref.cuda())")
+    assert (17, "PFL105") in codes({"loss.py": on_device})

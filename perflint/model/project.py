@@ -228,6 +228,11 @@ class Scan:
             entry = "__main__" in text
             for row, indent in calls:
                 self.compile_guards.append(_guard(lines, row, indent, entry))
+        if any(module.split(".")[0] == "transformers" and _HF_TRAINER & set(names) for _, module, names in self.imports) \
+                and any(_HF_TRAINER & set(bases) for bases in self.bases.values()):
+            # A trainer built on transformers' `Trainer` (trl's): its `TrainingArguments.torch_compile` flag
+            # compiles the model it prepares, so compile advice there is a flag the user already has.
+            self.compile_guards.append(("torch_compile", False))
         if any(b == "ScriptModule" for bases in self.bases.values() for b in bases):
             self.compile_guards.append((None, False))  # `class TransitionModel(jit.ScriptModule)`: TorchScript
         self.true_defaults = {n.replace("-", "_") for pattern in _TRUE_DEFAULTS for n in pattern.findall(text)} \
@@ -455,6 +460,7 @@ def _guard(lines: list[str], row: int, indent: int, entry: bool) -> tuple[str | 
 
 
 _LIBRARY = "<a library function>"
+_HF_TRAINER = {"Trainer", "Seq2SeqTrainer", "TrainingArguments", "Seq2SeqTrainingArguments"}
 
 
 class Project:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import dotted, int_value, keyword, positional, string_value
+from perflint.model.names import dotted, int_value, keyword, method_name, positional, string_value
 from perflint.model.program import Binding, ClassInfo, FileModel, FunctionInfo, Frame
 from perflint.model.project import OPTION_HOLDER_ENDINGS, OPTION_HOLDERS
 
@@ -984,7 +984,19 @@ class Values:
         v = join([self.value(r) for r in returns])
         if v.kind is None and v.device is None:
             return v
+        if v.device == ON_DEVICE and self._host_call(info, call):
+            return replace(v, device=ON_HOST, why=(("returned by `{}` given host tensors", call),))
         return replace(v, why=_why((f"returned by `{info.qualname}`", call), v.why))
+
+    def _host_call(self, info: FunctionInfo, call: cst.Call) -> bool:
+        """A call of a function that computes only on its arguments (it moves nothing, makes nothing with
+        `device=`) given a host tensor and no device one: its result is on the host too, whatever other call
+        sites pass it (`bboxes_iou(truth_box.cpu(), anchors)` beside `bboxes_iou(pred, truth_box)`), since eager
+        ops refuse to mix a host tensor with a device one."""
+        args = [self.value(a.value) for a in call.args if not a.star]
+        if not any(a.kind == TENSOR and a.device == ON_HOST for a in args) or any(a.device == ON_DEVICE for a in args):
+            return False
+        return not any(method_name(c) in ("to", "cuda") or keyword(c, "device") is not None for c in info.calls)
 
     def module_output(self, call: cst.Call, module: Value) -> Value:
         args = [self.value(a.value) for a in call.args if not a.star]

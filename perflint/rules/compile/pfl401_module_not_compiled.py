@@ -1,3 +1,5 @@
+import re
+
 import libcst as cst
 
 from perflint.model import torchapi as api
@@ -66,7 +68,9 @@ tutorial's toy; compile pays off on accelerators first), in interactive apps (a 
 or streamlit: the model runs per user request, at the shapes the user picks), and in test files.
 Compiling costs seconds to minutes up front and some models graph-break: the finding is advice (severity
 info), not an error.
-Quiet in a file that differentiates twice (`torch.autograd.grad(..., create_graph=True)`: a gradient
+Quiet in a file that imports Opacus (differentially private training: its per-sample gradient hooks do
+not support torch.compile), and in a trainer built on transformers' `Trainer`, whose `torch_compile`
+argument is the flag. Quiet in a file that differentiates twice (`torch.autograd.grad(..., create_graph=True)`: a gradient
 penalty such as R1 or WGAN-GP), which torch.compile does not support.
 The pair uses Inductor, which compiles C++ on its first run (about 10-15 s with a cold cache, about 1 s
 warm): the eager backend does not fuse, so it would prove nothing.
@@ -74,7 +78,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
 
     def finish(self, model: FileModel) -> None:
         facts = model.facts
-        if facts.compiles or _double_backward(model):
+        if facts.compiles or _double_backward(model) or _OPACUS.search(model.text):
             return
         values, steps = Values.of(model), Steps.of(model)
         compiled = set()  # models this file compiles: `torch.compile(Net())`, `model.compile()`
@@ -155,6 +159,11 @@ warm): the eager backend does not fuse, so it would prove nothing.
                 or _inside_a_module(model, values, v.origin):
             return None, None
         return v.origin, method
+
+
+# Opacus computes per-sample gradients with module hooks (`PrivacyEngine.make_private`, `GradSampleModule`),
+# which torch.compile does not support: its examples' models cannot take the advice.
+_OPACUS = re.compile(r"^[ \t]*(?:from|import)[ \t]+opacus\b", re.MULTILINE)
 
 
 def _double_backward(model: FileModel) -> bool:

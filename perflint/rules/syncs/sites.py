@@ -182,7 +182,9 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             v = values.value(site.operand)
             site.value = v
             if not _reads_device_value(model, site, v):
-                continue
+                if site.code in ("PFL101", "PFL102") and v.device != ON_HOST and v.kind in (TENSOR, None):
+                    waits.append(site)  # `.item()` of a value of unknown place: if it is on the device, it is the
+                continue  # step's first wait (deep-person-reid's six loss reads), and the next one is free
         step = steps.in_frame(step_frame)
         site.step = step
         if not step.hot and not step.unless:
