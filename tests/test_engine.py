@@ -328,3 +328,19 @@ def test_a_linted_file_leaves_no_cycles_that_hold_its_tree():
         gc.garbage.clear()
         gc.enable()
     assert held == []
+
+
+class _KeyErrorOnANode(Rule):
+    code = "PFL998"
+    name = "key-error-on-a-node"
+    summary = "raises a KeyError whose text is a whole syntax tree"
+
+    def visit_Call(self, node, ctx):
+        raise KeyError(node)
+
+
+def test_a_crash_whose_error_text_is_a_whole_node_is_reported_on_one_short_line():
+    linter = Linter([*all_rules().values(), _KeyErrorOnANode])
+    [message] = [f.message for f in linter.lint_source(SYNC_LOOP, "x.py") if f.code == "PFL002"]
+    assert message.startswith("PFL998 (key-error-on-a-node) raised KeyError: ")
+    assert "\n" not in message and len(message) < 300

@@ -550,7 +550,8 @@ class Walker:
 
     def _crashed(self, rule, error: Exception) -> None:
         """A rule bug must not stop the other rules or files: record it and stop calling that rule."""
-        self.broken[rule] = f"{type(error).__name__}: {error}"
+        text = " ".join(str(error).split())  # one line: a KeyError's text is the repr of its key, a whole node
+        self.broken[rule] = f"{type(error).__name__}: {text[:200]}" + ("\u2026" if len(text) > 200 else "")
         self.visits = {t: [f for f in fns if f.__self__ is not rule] for t, fns in self.visits.items()}
         self.leaves = {t: [f for f in fns if f.__self__ is not rule] for t, fns in self.leaves.items()}
         self.calls_by_name = {n: [f for f in fns if f.__self__ is not rule] for n, fns in self.calls_by_name.items()}

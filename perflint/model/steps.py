@@ -686,7 +686,10 @@ class Steps:
         """`loss.backward()`, `optimizer.step()`, `scaler.step(opt)`, `envs.step(actions)`: a call that
         only a training (or acting) step makes."""
         method = method_name(call)
-        receiver = (dotted(call.func.value) or "").lower() if isinstance(call.func, cst.Attribute) else ""
+        head = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if isinstance(head, cst.Subscript):
+            head = head.value  # `self.optimizers["critic"].step()`
+        receiver = (dotted(head) or "").lower() if head is not None else ""
         if method == "backward":
             return True
         if method == "step" and receiver and "sched" not in receiver:

@@ -902,6 +902,8 @@ class Values:
                 prepared = [_on_accelerator(self.value(a.value), call) for a in call.args if not a.keyword]
                 return prepared[0] if len(prepared) == 1 else Value(OTHER, items=tuple(prepared))
             receiver = self.value(func.value)
+            if method == "item" and not call.args and receiver.kind in (TENSOR, NDARRAY, NUMBER, None):
+                return NUMBER_VALUE  # a tensor's, an array's or a NumPy scalar's: a Python number every time
             if receiver.kind == TENSOR or receiver.kind is None and receiver.device == ON_DEVICE \
                     and method in ("item", "tolist", "cpu", "numpy", "to", "cuda"):
                 return self.tensor_method(call, receiver, method)

@@ -9,6 +9,16 @@ from perflint.tree import find_all
 from perflint.rule import Rule
 
 
+# What leaves no graph behind: `loss.detach()`, a Python number (`.item()`, `float(loss)`), a host copy.
+_DETACHING = {"detach", "item", "tolist", "float", "int", "cpu", "numpy"}
+
+
+def _called(call: cst.Call) -> str | None:
+    """The name a call calls: `item` in `reduce(loss).item()`, `float` in `float(loss)`."""
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+
+
 def _names(node: cst.CSTNode) -> set[str]:
     return {n.value for n in find_all(node, cst.Name)}
 
@@ -72,14 +82,27 @@ the retained graph nodes live outside the tensor allocator, so no deterministic 
                model: FileModel) -> None:
         if not model.in_loop or model.in_no_grad or not self._lossy(value, model):
             return
-        loop = model.loops[0]
+        loop = model.loops[-1]  # the loop it runs in: an evaluation loop nested in the epoch loop does not train
         acc = dotted(target)
-        if acc is None or not trains(model, loop):
+        if acc is None or not trains(model, loop) or self._detached_before(value, node, loop, model):
             return
         scope = model.function or model.module
         if self._backpropagated(acc.split(".")[0], scope) or self._made_each_step(acc, model):
             return
         self.report(model, node, self.message.format(target=acc, value=(dotted(value) or "the loss")))
+
+    def _detached_before(self, value: cst.BaseExpression, node: cst.CSTNode, loop: cst.CSTNode,
+                         model: FileModel) -> bool:
+        """Whether the loop rebinds the collected name to a detached value before this line (`loss =
+        loss.detach()`, `step_loss = reduce(loss).item()`): what is collected then holds no graph."""
+        name = dotted(value)
+        if name is None or isinstance(value, cst.Call):
+            return False
+        for assign in find_all(loop, cst.Assign):  # walked before this line: in `model.sites` already
+            if assign in model.sites and any(dotted(t.target) == name for t in assign.targets) \
+                    and isinstance(assign.value, cst.Call) and _called(assign.value) in _DETACHING:
+                return True
+        return False
 
     def _made_each_step(self, acc: str, model: FileModel) -> bool:
         """Whether a loop around the accumulation that trains, other than a loop over epochs, also makes the

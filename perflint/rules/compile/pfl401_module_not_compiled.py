@@ -63,7 +63,7 @@ runs through such a method (`vae.encode(x)`). A model handed to a class that kee
 its methods is not reported. Quiet when the model's program (the files linked to it by imports) calls
 `torch.compile`, `torch.jit.script`/`trace` or `torch.export` on a model anywhere, even behind a flag:
 the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
-losses, for models run a few fixed times (`for _ in range(3)`), for models that stay on the CPU (a
+losses, for a head of dropout and linear layers only (nothing to fuse), for models run a few fixed times (`for _ in range(3)`), for models that stay on the CPU (a
 tutorial's toy; compile pays off on accelerators first), in interactive apps (a file that imports gradio
 or streamlit: the model runs per user request, at the shapes the user picks), and in test files.
 Compiling costs seconds to minutes up front and some models graph-break: the finding is advice (severity
@@ -197,9 +197,31 @@ def _worth_compiling(model: FileModel, origin: cst.CSTNode) -> bool:
     last = qual.rsplit(".", 1)[-1]
     if any(w in last.lower() for w in api.LOSS_WORDS) or last.lower().endswith(("dropout", "norm")):
         return False
+    if qual == "torch.nn.Sequential":
+        return not _only_projection(model, origin)
     if qual.startswith("torch.nn."):
         return qual in _CONTAINERS
     return True
+
+
+# Layers with nothing to fuse between them: a head of these (`nn.Sequential(nn.Dropout(p), nn.Linear(d, 3))`,
+# XLM's classifier) is one matmul and its bias, already one kernel each.
+_PROJECTION = {"Dropout", "Linear", "Identity", "Flatten"}
+
+
+def _only_projection(model: FileModel, call: cst.Call) -> bool:
+    layers = []
+    for arg in call.args:
+        value = arg.value
+        if arg.star == "*" and isinstance(value, (cst.List, cst.Tuple)):
+            layers += [e.value for e in value.elements]
+        elif not arg.star:
+            layers.append(value)
+        else:
+            return False
+    names = [(model.qualname(v.func) or dotted(v.func) or "").rsplit(".", 1)[-1] if isinstance(v, cst.Call) else ""
+             for v in layers]
+    return bool(names) and all(n in _PROJECTION for n in names)
 
 
 _RNNS = {"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"}

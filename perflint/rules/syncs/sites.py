@@ -64,6 +64,7 @@ class SyncSite:
     where: cst.CSTNode | None = None  # the node whose place decides whether it runs every step (default: node)
     helper: bool = False  # the project's own `synchronize()`, or a helper that returns a value read back to
     # the host (`accuracy(...)` ending in `.item()`): it waits (what follows is free); not reported here
+    maybe: bool = False  # a read of a value of unknown place: it waits if that value is on the device
 
 
 class SyncRule(Rule):
@@ -182,9 +183,10 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             v = values.value(site.operand)
             site.value = v
             if not _reads_device_value(model, site, v):
-                if site.code in ("PFL101", "PFL102") and v.device != ON_HOST and v.kind in (TENSOR, None):
-                    waits.append(site)  # `.item()` of a value of unknown place: if it is on the device, it is the
-                continue  # step's first wait (deep-person-reid's six loss reads), and the next one is free
+                if site.code in ("PFL101", "PFL102", "PFL103") and v.device != ON_HOST and v.kind in (TENSOR, None):
+                    site.maybe = True  # `.item()` of a value of unknown place: if it is on the device, it is the
+                    waits.append(site)  # step's first wait (deep-person-reid's six loss reads), and the next is free
+                continue
         step = steps.in_frame(step_frame)
         site.step = step
         if not step.hot and not step.unless:
@@ -214,6 +216,12 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
         paid = _paid_by(model, values, site, waits[:i]) or _paid_after(model, values, site, waits[i + 1:])
         if paid is not None:
             site.reported = False
+            first = _first_of_reads(model, values, waits, paid)
+            if first is not None:  # `return a.item(), b.item()` with `b` on the device: `a` waits for the same
+                first.reported, first.step = True, site.step  # work, so it is the read to report (a2c's update)
+                later = " ".join(model.module.code_for_node(site.operand).split())[:40]
+                first.evidence = (*_evidence(model, first), (f"`{later}` is read later in the step with no device work "
+                                                             "queued between: this first read is the one that waits", None))
             continue
         site.evidence = _evidence(model, site)
     # One report per node and rule (several tensors in one print, one torch.tensor([...]) list).
@@ -350,6 +358,17 @@ def _paid_by(model: FileModel, values: Values, site: SyncSite, earlier: list[Syn
         if not _device_work_between(model, values, site, prev):
             return prev
     return None
+
+
+def _first_of_reads(model: FileModel, values: Values, waits: list[SyncSite], paid: SyncSite) -> SyncSite | None:
+    """The first of a run of reads of values of unknown place that pays for a read of a device value: it waits
+    for the same work, so it is the step's real wait. None when a known wait pays for them already."""
+    first = None
+    while paid is not None and paid.maybe and not paid.reported:
+        first = paid
+        paid = _paid_by(model, values, paid, waits[:waits.index(paid)])
+    # Not a copy to the host (`batch.to("cpu")` of a batch of unknown place): that one is often the point.
+    return first if paid is None and first is not None and first.code != "PFL103" else None
 
 
 def _device_argument(model: FileModel, call: cst.Call) -> bool:
@@ -506,15 +525,17 @@ def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev:
     calls = site.frame.function.calls if site.frame.function is not None else model.calls
     for call in calls:
         order = model.sites[call][1]
-        if order <= prev.order or order >= site.order or call is site.node or call is prev.node \
-                or _inside(model, site.node, call) or _inside(model, call, prev.node):
-            continue  # `meter.update(loss.item())` runs after the read; `if torch.isnan(t):` waits for its op
+        if order <= prev.order or call is site.node or call is prev.node or _inside(model, call, prev.node) \
+                or (order >= site.order and not _inside(model, call, site.node)) or _inside(model, site.node, call):
+            continue  # before the first wait (its own operand too: `if torch.isnan(t):`), after the second
+            # (`meter.update(loss.item())`); the second's operand runs before it reads: `(e < 1).float().mean()`
         if method_name(call) in _NO_KERNEL:
             continue
         if steps.is_step_work(call):
             return True
         v = values.value(call)
-        if v.device == ON_DEVICE and v.kind in (TENSOR, None):
+        if v.device == ON_DEVICE and v.kind in (TENSOR, None) or v.kind == TENSOR and v.device is None \
+                and model.facts.device_work:  # a tensor of unknown place, where the reads count it on the device
             return True
     return False
 
