@@ -64,8 +64,10 @@ optimizer step), where `v` is a name containing `loss`, or a direct model or los
 detached. Quiet when the accumulator (or a value computed from it) is itself backpropagated later in the
 function (gradient accumulation over micro-batches, `torch.stack(losses).mean().backward()`), when a loop
 that trains, other than a loop over epochs, makes it anew each step (`losses = []` at the top of the step:
-it holds one step's graphs at most; blind review 25 found three such findings, all wrong), and under
-`no_grad`. It does not tell the two costs apart: the reference pair shows the expensive one (a held-out
+it holds one step's graphs at most; blind review 25 found three such findings, all wrong), under
+`no_grad`, in a loop that does not train itself (an evaluation loop inside the epoch loop), and where the
+loop rebinds the name to a detached value or a number first (`loss = loss.detach()`, `step_loss =
+reduce(loss).item()`: blind review 29's four findings, all wrong). It does not tell the two costs apart: the reference pair shows the expensive one (a held-out
 loss that is never backpropagated keeps each step's activations); for the backpropagated loss itself
 the retained graph nodes live outside the tensor allocator, so no deterministic count shows them.
 """
@@ -78,16 +80,36 @@ the retained graph nodes live outside the tensor allocator, so no deterministic 
         name = dotted(value)
         return name is not None and "loss" in name.rsplit(".", 1)[-1].lower() and model.kind(value) in (None, "tensor")
 
+    def finish(self, model: FileModel) -> None:
+        """Decided after the walk: which loops are steps and which run over epochs needs the whole file."""
+        for node in model.nodes(cst.AugAssign):
+            if isinstance(node.operator, cst.AddAssign):
+                self._check(node, node.target, node.value, model)
+        for node in model.nodes(cst.Assign):
+            value = node.value
+            if len(node.targets) == 1 and isinstance(value, cst.BinaryOperation) and \
+                    isinstance(value.operator, cst.Add) and dotted(value.left) is not None and \
+                    dotted(value.left) == dotted(node.targets[0].target):
+                self._check(node, node.targets[0].target, value.right, model)
+        for node in model.calls:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1:
+                self._check(node, func.value, node.args[0].value, model)
+
     def _check(self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression,
                model: FileModel) -> None:
-        if not model.in_loop or model.in_no_grad or not self._lossy(value, model):
+        frame = model.frame_of(node)
+        if frame.loop is None or frame.no_grad or not self._lossy(value, model):
             return
-        loop = model.loops[-1]  # the loop it runs in: an evaluation loop nested in the epoch loop does not train
+        loop = frame.loop.node  # the loop it runs in: an evaluation loop nested in the epoch loop does not train
         acc = dotted(target)
         if acc is None or not trains(model, loop) or self._detached_before(value, node, loop, model):
             return
-        scope = model.function or model.module
-        if self._backpropagated(acc.split(".")[0], scope) or self._made_each_step(acc, model):
+        function = frame.function
+        while function is not None and function.is_lambda:
+            function = function.frame.parent.function
+        scope = function.node if function is not None else model.module
+        if self._backpropagated(acc.split(".")[0], scope) or self._made_each_step(acc, frame, model):
             return
         self.report(model, node, self.message.format(target=acc, value=(dotted(value) or "the loss")))
 
@@ -98,21 +120,22 @@ the retained graph nodes live outside the tensor allocator, so no deterministic 
         name = dotted(value)
         if name is None or isinstance(value, cst.Call):
             return False
-        for assign in find_all(loop, cst.Assign):  # walked before this line: in `model.sites` already
-            if assign in model.sites and any(dotted(t.target) == name for t in assign.targets) \
+        order = model.sites[node][1]
+        for assign in find_all(loop, cst.Assign):
+            if model.sites[assign][1] < order and any(dotted(t.target) == name for t in assign.targets) \
                     and isinstance(assign.value, cst.Call) and _called(assign.value) in _DETACHING:
                 return True
         return False
 
-    def _made_each_step(self, acc: str, model: FileModel) -> bool:
+    def _made_each_step(self, acc: str, frame, model: FileModel) -> bool:
         """Whether a loop around the accumulation that trains, other than a loop over epochs, also makes the
         accumulator anew (`losses = []` at the top of each step): what it collects is dropped with the step,
         graphs and all. (`loss_sum = 0` at the top of each epoch still chains the epoch's steps.)"""
         steps = Steps.of(model)
-        for frame in model.frame.loops():
-            if not trains(model, frame.node) or steps.loop_kind(frame).kind == OUTER:
+        for loop in frame.loops():
+            if not trains(model, loop.node) or steps.loop_kind(loop).kind == OUTER:
                 continue
-            for assign in find_all(frame.node, cst.Assign):
+            for assign in find_all(loop.node, cst.Assign):
                 value = assign.value
                 grows = isinstance(value, cst.BinaryOperation) and dotted(value.left) == acc
                 if not grows and any(dotted(t.target) == acc for t in assign.targets):
@@ -133,19 +156,3 @@ the retained graph nodes live outside the tensor allocator, so no deterministic 
             if acc in _names(assign.value) and any(_names(t.target) & receivers for t in assign.targets):
                 return True
         return False
-
-    def visit_AugAssign(self, node: cst.AugAssign, model: FileModel) -> None:
-        if isinstance(node.operator, cst.AddAssign):
-            self._check(node, node.target, node.value, model)
-
-    def visit_Assign(self, node: cst.Assign, model: FileModel) -> None:
-        value = node.value
-        if len(node.targets) == 1 and isinstance(value, cst.BinaryOperation) and \
-                isinstance(value.operator, cst.Add) and dotted(value.left) is not None and \
-                dotted(value.left) == dotted(node.targets[0].target):
-            self._check(node, node.targets[0].target, value.right, model)
-
-    def visit_Call(self, node: cst.Call, model: FileModel) -> None:
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1:
-            self._check(node, func.value, node.args[0].value, model)

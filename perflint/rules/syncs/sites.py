@@ -65,6 +65,7 @@ class SyncSite:
     helper: bool = False  # the project's own `synchronize()`, or a helper that returns a value read back to
     # the host (`accuracy(...)` ending in `.item()`): it waits (what follows is free); not reported here
     maybe: bool = False  # a read of a value of unknown place: it waits if that value is on the device
+    no_fix: bool = False  # a wait the host needs at this line (by design, or a copy it computes with)
 
 
 class SyncRule(Rule):
@@ -184,7 +185,8 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             site.value = v
             if not _reads_device_value(model, site, v):
                 if site.code in ("PFL101", "PFL102", "PFL103") and v.device != ON_HOST and v.kind in (TENSOR, None):
-                    site.maybe = True  # `.item()` of a value of unknown place: if it is on the device, it is the
+                    site.maybe = True
+                    site.no_fix = _needed_on_host(model, site.node)  # `decode(logits.argmax(-1).cpu().numpy())`  # `.item()` of a value of unknown place: if it is on the device, it is the
                     waits.append(site)  # step's first wait (deep-person-reid's six loss reads), and the next is free
                 continue
         step = steps.in_frame(step_frame)
@@ -193,6 +195,7 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             continue
         if site.operand is not None and (_needed_on_host(model, site.node) or site.code in ("PFL102", "PFL103")
                                          and not _collected(model, site.node)):
+            site.no_fix = True
             waits.append(site)  # no fix here, but a wait all the same: what follows it in the step is free
             continue
         if site.code != "PFL109" and steps.every_k_gate(step_frame) is not None:
@@ -204,6 +207,7 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             waits.append(site)  # a wait all the same: what follows it in the step is free
             continue
         if site.operand is not None and _by_design(model, steps, site):
+            site.no_fix = True
             waits.append(site)  # the NaN check before the step's metrics (OLMo): those reads are then free
             continue
         waits.append(site)
@@ -233,6 +237,37 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
                 site.reported = False
             seen.add(key)
     return sites
+
+
+def idle_after(model: FileModel, node: cst.CSTNode) -> cst.CSTNode | None:
+    """What makes the host wait for the device, with no fix, later in every iteration of the loop around
+    `node`: a read the host needs (an evaluation loop's predictions decoded or scored on the host) or a
+    `generate()` call (it reads each token back to test for the end). Each iteration then ends with the
+    device idle, so the next iteration's copy to the device has no queued work to overlap."""
+    frame, order = model.site(node)
+    loop = next((f for f in frame.loops() if f.kind == "loop"), None)  # past `{k: v.to(d) for k, v in ...}`
+    if loop is None:
+        return None
+    for site in sync_sites(model):
+        if site.no_fix and site.frame is not None and site.frame.loop is loop and site.order > order \
+                and _every_iteration(site.frame, loop):
+            return site.node
+    calls = frame.function.calls if frame.function is not None else model.calls
+    for call in calls:
+        if method_name(call) == "generate" and model.sites[call][1] > order:
+            where = model.sites[call][0]
+            if where.loop is loop and _every_iteration(where, loop):
+                return call
+    return None
+
+
+def _every_iteration(frame: Frame, loop: Frame) -> bool:
+    """Whether code in this frame runs on every iteration of the loop: no branch between them."""
+    while frame is not loop:
+        if frame is None or frame.kind not in ("block",):
+            return False
+        frame = frame.parent
+    return True
 
 
 _HOST_LIBRARIES = ("numpy.", "scipy.", "sklearn.", "cv2.", "PIL.", "matplotlib.", "imageio.", "skimage.",
