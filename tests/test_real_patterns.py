@@ -3241,3 +3241,49 @@ def test_a_copy_into_a_loop_that_ends_each_batch_waiting_on_the_host_has_nothing
     queued = evaluate.replace("preds.extend(tokenizer.batch_decode(outputs.logits.argmax(-1).cpu().numpy()))",
                               "preds.append(outputs.logits.argmax(-1))")
     assert (10, "PFL203") in codes({"evaluate.py": queued})
+
+
+# ---- blind review 30 (fast_adversarial, robustness, convNet.pytorch) -------------------------------------
+
+def test_zeroing_the_gradient_of_an_adversarial_input_is_not_an_optimizer_zero_grad():
+    attack = """
+        import torch
+
+        def train(model, loader, opt, epsilon, alpha, iters):
+            model.cuda()
+            for X, y in loader:
+                X, y = X.cuda(non_blocking=True), y.cuda(non_blocking=True)
+                delta = torch.zeros_like(X).uniform_(-epsilon, epsilon)
+                delta.requires_grad = True
+                for _ in range(iters):
+                    loss = torch.nn.functional.cross_entropy(model(X + delta), y)
+                    loss.backward()
+                    delta.data = (delta + alpha * delta.grad.sign()).clamp(-epsilon, epsilon)
+                    delta.grad.zero_()
+                loss = torch.nn.functional.cross_entropy(model(X + delta.detach()), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                for p in model.parameters():
+                    p.grad.zero_()
+    """
+    found = codes({"attack.py": attack})
+    assert (14, "PFL603") not in found  # one small fill of the input's gradient; no optimizer owns it
+    assert (20, "PFL603") in found  # the parameters' gradients: `optimizer.zero_grad()` is the fix
+
+
+def test_a_loss_built_through_getattr_is_not_a_model_to_compile():
+    main = """
+        import torch
+        from torch.nn import CrossEntropyLoss
+
+        def main(args, model, loader, optimizer):
+            criterion = getattr(model, "criterion", CrossEntropyLoss)()
+            criterion.to("cuda")
+            model.to("cuda")
+            for x, y in loader:
+                loss = criterion(model(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+    """
+    assert (6, "PFL401") not in codes({"main.py": main})

@@ -7,6 +7,7 @@ from perflint.model.program import FileModel
 from perflint.model.steps import Steps
 
 from perflint.rule import Rule
+from perflint.tree import find_all
 
 
 def _is_false(expr: cst.BaseExpression) -> bool:
@@ -55,6 +56,8 @@ momentum and weight decay; parameters that get no gradient in some steps can the
 differently. Manual zeroing is reported only for `p.grad.zero_()`, `p.grad.data.zero_()`,
 `p.grad.fill_(0)` and `p.grad = torch.zeros_like(...)` in a loop on the per-step path (a helper that
 materializes optimizer state once, or a loop in `__init__` that creates the gradient buffers, is quiet),
+and only for a parameter's gradient (from a loop over parameters, named like one, or a module's attribute):
+not an input's (`delta.grad.zero_()` in an adversarial attack: blind review 30's five findings, all wrong),
 and `set_to_none=<variable>` is quiet too.
 """
 
@@ -82,7 +85,7 @@ and `set_to_none=<variable>` is quiet too.
                 if kept:
                     kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
                 self.report(model, node, replacement=node.with_changes(args=kept))
-        elif model.in_loop and _grad_of(func.value) and (
+        elif model.in_loop and _grad_of(func.value) and _of_a_parameter(model, func.value) and (
                 method == "zero_" or method == "fill_" and node.args and
                 isinstance(node.args[0].value, (cst.Integer, cst.Float)) and
                 node.args[0].value.evaluated_value == 0):
@@ -93,8 +96,30 @@ and `set_to_none=<variable>` is quiet too.
             return
         if model.in_loop and isinstance(node.value, cst.Call) and \
                 model.call_name(node.value) in ("torch.zeros_like", "torch.zeros") and \
-                any(_grad_of(t.target) for t in node.targets):
+                any(_grad_of(t.target) and _of_a_parameter(model, t.target) for t in node.targets):
             self._manual.append(node)
+
+
+def _of_a_parameter(model: FileModel, grad: cst.BaseExpression) -> bool:
+    """Whether `x.grad` is a parameter's gradient, which `optimizer.zero_grad()` would clear: `x` comes from a
+    loop over parameters (`for p in model.parameters()`, `group["params"]`), is named like one, or is a
+    module's attribute (`self.weight`). Not the gradient of an input (an adversarial `delta.grad.zero_()`
+    in a PGD attack: one small fill, and no optimizer owns it)."""
+    owner = grad.value
+    while isinstance(owner, cst.Attribute) and owner.attr.value in ("grad", "data"):
+        owner = owner.value
+    if isinstance(owner, cst.Attribute):
+        return True
+    if not isinstance(owner, cst.Name):
+        return False
+    name = owner.value
+    if any(w in name.lower() for w in ("param", "weight", "bias")) or name in ("p", "w"):
+        return True
+    for frame in model.frame.loops():
+        loop = frame.node
+        if isinstance(loop, cst.For) and name in {n.value for n in find_all(loop.target, cst.Name)}:
+            return "param" in model.module.code_for_node(loop.iter)
+    return False
 
 
 def _accumulates_into_grad(model: FileModel) -> bool:
