@@ -193,9 +193,10 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
         site.step = step
         if not step.hot and not step.unless:
             continue
-        if site.operand is not None and (_needed_on_host(model, site.node) or site.code in ("PFL102", "PFL103")
-                                         and not _collected(model, site.node)):
-            site.no_fix = True
+        needed = site.operand is not None and _needed_on_host(model, site.node)
+        if needed or site.operand is not None and site.code in ("PFL102", "PFL103") \
+                and not _collected(model, site.node):
+            site.no_fix = needed  # host-only code takes it (a copy the host computes with may still be logging)
             waits.append(site)  # no fix here, but a wait all the same: what follows it in the step is free
             continue
         if site.code != "PFL109" and steps.every_k_gate(step_frame) is not None:
@@ -351,7 +352,8 @@ def _host_consumer(model: FileModel, call: cst.Call) -> bool:
     if qual.startswith(_HOST_LIBRARIES):
         return True
     name = (dotted(call.func) or "").lower()
-    return name.endswith(".step") and "env" in name or "linear_sum_assignment" in name
+    return name.endswith(".step") and "env" in name or "linear_sum_assignment" in name \
+        or name.endswith("decode") and "token" in name  # `tokenizer.batch_decode(ids.cpu().numpy())`
 
 
 def _name_goes_to_host(model: FileModel, assign: cst.Assign) -> bool:
@@ -558,12 +560,20 @@ def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev:
     result is on the device): the second then waits for it again."""
     steps = Steps.of(model)
     calls = site.frame.function.calls if site.frame.function is not None else model.calls
-    for call in calls:
+    in_prev = True  # in file order, the calls right after the first wait are its operand's, until one is not
+    for call in calls:  # (in walk order: a node's subtree follows it)
         order = model.sites[call][1]
-        if order <= prev.order or call is site.node or call is prev.node or _inside(model, call, prev.node) \
-                or (order >= site.order and not _inside(model, call, site.node)) or _inside(model, site.node, call):
-            continue  # before the first wait (its own operand too: `if torch.isnan(t):`), after the second
-            # (`meter.update(loss.item())`); the second's operand runs before it reads: `(e < 1).float().mean()`
+        if order <= prev.order or call is site.node:
+            continue
+        if in_prev:
+            if _inside(model, call, prev.node):
+                continue  # it runs before the first wait: `if torch.isnan(t):`
+            in_prev = False
+        if order > site.order:
+            if not _inside(model, call, site.node):
+                break  # after the second wait's operand (`(e < 1).float().mean()`, which runs before it reads)
+        elif _inside(model, site.node, call):
+            continue  # `meter.update(loss.item())` runs after the read
         if method_name(call) in _NO_KERNEL:
             continue
         if steps.is_step_work(call):
