@@ -63,7 +63,8 @@ runs through such a method (`vae.encode(x)`). A model handed to a class that kee
 its methods is not reported. Quiet when the model's program (the files linked to it by imports) calls
 `torch.compile`, `torch.jit.script`/`trace` or `torch.export` on a model anywhere, even behind a flag:
 the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
-losses (also a module bound to a name such as `criterion` or `loss_fn`, however it is built), for a head
+losses (also a module built by a call that hides its class, `getattr(model, "criterion", CrossEntropyLoss)()`,
+bound to a name such as `criterion` or `loss_fn`), for a head
 of dropout and linear layers only (nothing to fuse), for models run a few fixed times (`for _ in range(3)`), for models that stay on the CPU (a
 tutorial's toy; compile pays off on accelerators first), in interactive apps (a file that imports gradio
 or streamlit: the model runs per user request, at the shapes the user picks), and in test files.
@@ -198,9 +199,10 @@ def _worth_compiling(model: FileModel, origin: cst.CSTNode) -> bool:
     last = qual.rsplit(".", 1)[-1]
     if any(w in last.lower() for w in api.LOSS_WORDS) or last.lower().endswith(("dropout", "norm")):
         return False
-    bound = (_bound_name(model, origin) or "").rsplit(".", 1)[-1].lower()
-    if any(w in bound for w in api.LOSS_WORDS):
-        return False  # `criterion = getattr(model, "criterion", CrossEntropyLoss)(**kw)`: a loss, however built
+    if not qual:  # built by a call the name of the class does not show: the name it is bound to may
+        bound = (_bound_name(model, origin) or "").rsplit(".", 1)[-1].lower()
+        if any(w in bound for w in api.LOSS_WORDS):
+            return False  # `criterion = getattr(model, "criterion", CrossEntropyLoss)(**kw)`: a loss
     if qual == "torch.nn.Sequential":
         return not _only_projection(model, origin)
     if qual.startswith("torch.nn."):

@@ -65,7 +65,7 @@ class SyncSite:
     helper: bool = False  # the project's own `synchronize()`, or a helper that returns a value read back to
     # the host (`accuracy(...)` ending in `.item()`): it waits (what follows is free); not reported here
     maybe: bool = False  # a read of a value of unknown place: it waits if that value is on the device
-    no_fix: bool = False  # a wait the host needs at this line (by design, or a copy it computes with)
+    no_fix: bool = False  # a wait the host needs at this line (by design, or host-only code takes the value)
 
 
 class SyncRule(Rule):
@@ -185,9 +185,11 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             site.value = v
             if not _reads_device_value(model, site, v):
                 if site.code in ("PFL101", "PFL102", "PFL103") and v.device != ON_HOST and v.kind in (TENSOR, None):
+                    # A read of a value of unknown place: if it is on the device, it is the step's first wait
+                    # (deep-person-reid's six loss reads), and the next read is free.
                     site.maybe = True
-                    site.no_fix = _needed_on_host(model, site.node)  # `decode(logits.argmax(-1).cpu().numpy())`  # `.item()` of a value of unknown place: if it is on the device, it is the
-                    waits.append(site)  # step's first wait (deep-person-reid's six loss reads), and the next is free
+                    site.no_fix = _needed_on_host(model, site.node)  # `decode(logits.argmax(-1).cpu().numpy())`
+                    waits.append(site)
                 continue
         step = steps.in_frame(step_frame)
         site.step = step
@@ -265,7 +267,7 @@ def idle_after(model: FileModel, node: cst.CSTNode) -> cst.CSTNode | None:
 def _every_iteration(frame: Frame, loop: Frame) -> bool:
     """Whether code in this frame runs on every iteration of the loop: no branch between them."""
     while frame is not loop:
-        if frame is None or frame.kind not in ("block",):
+        if frame is None or frame.kind != "block":
             return False
         frame = frame.parent
     return True
