@@ -63,8 +63,8 @@ runs through such a method (`vae.encode(x)`). A model handed to a class that kee
 its methods is not reported. Quiet when the model's program (the files linked to it by imports) calls
 `torch.compile`, `torch.jit.script`/`trace` or `torch.export` on a model anywhere, even behind a flag:
 the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
-losses (also a module built by a call that hides its class, `getattr(model, "criterion", CrossEntropyLoss)()`,
-bound to a name such as `criterion` or `loss_fn`), for a head
+losses (also a module bound to a name such as `criterion` or `loss_fn`, however it is built:
+`getattr(model, "criterion", CrossEntropyLoss)()`, `lpips.LPIPS()`), for a head
 of dropout and linear layers only (nothing to fuse), for models run a few fixed times (`for _ in range(3)`), for models that stay on the CPU (a
 tutorial's toy; compile pays off on accelerators first), in interactive apps (a file that imports gradio
 or streamlit: the model runs per user request, at the shapes the user picks), and in test files.
@@ -199,10 +199,9 @@ def _worth_compiling(model: FileModel, origin: cst.CSTNode) -> bool:
     last = qual.rsplit(".", 1)[-1]
     if any(w in last.lower() for w in api.LOSS_WORDS) or last.lower().endswith(("dropout", "norm")):
         return False
-    if not qual:  # built by a call the name of the class does not show: the name it is bound to may
-        bound = (_bound_name(model, origin) or "").rsplit(".", 1)[-1].lower()
-        if any(w in bound for w in api.LOSS_WORDS):
-            return False  # `criterion = getattr(model, "criterion", CrossEntropyLoss)(**kw)`: a loss
+    bound = (_bound_name(model, origin) or "").rsplit(".", 1)[-1].lower()
+    if any(w in bound for w in api.LOSS_WORDS):
+        return False  # `criterion = getattr(model, "criterion", CrossEntropyLoss)(**kw)`, `loss_fn = LPIPS()`
     if qual == "torch.nn.Sequential":
         return not _only_projection(model, origin)
     if qual.startswith("torch.nn."):
@@ -247,23 +246,29 @@ def _recurrent(model: FileModel, origin: cst.CSTNode) -> bool:
 
 
 def _bound_name(model: FileModel, origin: cst.CSTNode) -> str | None:
-    """The name the model is bound to: `model` in `model = Net().to(device)`."""
-    for assign in model.nodes(cst.Assign):
-        if len(assign.targets) == 1 and _contains(assign.value, origin):
-            return dotted(assign.targets[0].target)
-    return None
+    """The name the model is bound to: `model` in `model = Net().to(device)` (the first assignment whose
+    chain of calls holds it). The file's assignments are read once, into a table by node."""
+    names = model._memo.get("pfl401-bound-names")
+    if names is None:
+        names = model._memo["pfl401-bound-names"] = {}
+        for assign in model.nodes(cst.Assign):
+            if len(assign.targets) == 1:
+                target = dotted(assign.targets[0].target)
+                for node in _chain(assign.value):
+                    names.setdefault(node, target)
+    return names.get(origin)
 
 
-def _contains(expr: cst.CSTNode, node: cst.CSTNode) -> bool:
+def _chain(expr: cst.CSTNode):
+    """The expression and what it is made from, through calls: `Net().to(device)`, `Net()`, `Net`
+    (a method's receiver, or a function's first argument: `DDP(Net())`)."""
     while True:
-        if expr is node:
-            return True
-        if isinstance(expr, cst.Call):
-            if isinstance(expr.func, cst.Attribute):
-                expr = expr.func.value
-            elif expr.args:
-                expr = expr.args[0].value
-            else:
-                return False
+        yield expr
+        if not isinstance(expr, cst.Call):
+            return
+        if isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        elif expr.args:
+            expr = expr.args[0].value
         else:
-            return False
+            return
