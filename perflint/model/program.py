@@ -392,7 +392,12 @@ class FileModel:
 
     @property
     def function(self) -> cst.FunctionDef | None:
-        f = self.frame.function
+        return self.def_of(self.frame)
+
+    @staticmethod
+    def def_of(frame: Frame) -> cst.FunctionDef | None:
+        """The `def` a frame is in, past any lambdas; None at module level."""
+        f = frame.function
         while f is not None and f.is_lambda:
             f = f.frame.parent.function
         return f.node if f is not None else None

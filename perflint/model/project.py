@@ -228,8 +228,8 @@ class Scan:
             entry = "__main__" in text
             for row, indent in calls:
                 self.compile_guards.append(_guard(lines, row, indent, entry))
-        if any(module.split(".")[0] == "transformers" and _HF_TRAINER & set(names) for _, module, names in self.imports) \
-                and any(_HF_TRAINER & set(bases) for bases in self.bases.values()):
+        if any(module.split(".")[0] == "transformers" and _HF_TRAINER & set(names)
+               for _, module, names in self.imports) and any(_HF_TRAINER & set(b) for b in self.bases.values()):
             # A trainer built on transformers' `Trainer` (trl's): its `TrainingArguments.torch_compile` flag
             # compiles the model it prepares, so compile advice there is a flag the user already has.
             self.compile_guards.append(("torch_compile", False))

@@ -602,8 +602,7 @@ class Steps:
     def _steps_once(self, call: cst.Call, depth: int = 0) -> bool:
         """`optimizer.step()`, or a call of a function of this file that steps an optimizer outside any loop
         of its own (`run_step()` -> `optimize_normal()` -> `self.opt.step()`)."""
-        receiver = (dotted(call.func.value) or "").lower() if isinstance(call.func, cst.Attribute) else ""
-        if method_name(call) == "step" and "env" not in receiver and self._trains(call):
+        if method_name(call) == "step" and "env" not in _receiver(call) and self._trains(call):
             return True
         callee = self.values.callee(call)
         if callee is None or callee.name == "__init__" or depth >= 3:
@@ -686,10 +685,7 @@ class Steps:
         """`loss.backward()`, `optimizer.step()`, `scaler.step(opt)`, `envs.step(actions)`: a call that
         only a training (or acting) step makes."""
         method = method_name(call)
-        head = call.func.value if isinstance(call.func, cst.Attribute) else None
-        if isinstance(head, cst.Subscript):
-            head = head.value  # `self.optimizers["critic"].step()`
-        receiver = (dotted(head) or "").lower() if head is not None else ""
+        receiver = _receiver(call)
         if method == "backward":
             return True
         if method == "step" and receiver and "sched" not in receiver:
@@ -818,6 +814,15 @@ def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:
             if isinstance(op, cst.NotEqual):
                 return holds != cpu
     return False
+
+
+def _receiver(call: cst.Call) -> str:
+    """The lowercased dotted receiver of a method call (`self.optimizers` for `self.optimizers["critic"].step()`),
+    "" for anything else."""
+    head = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if isinstance(head, cst.Subscript):
+        head = head.value
+    return (dotted(head) or "").lower() if head is not None else ""
 
 
 def _last_statement(node: cst.CSTNode) -> cst.BaseStatement | None:

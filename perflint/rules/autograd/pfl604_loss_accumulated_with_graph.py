@@ -1,6 +1,6 @@
 import libcst as cst
 
-from perflint.model.names import dotted
+from perflint.model.names import dotted, method_name
 from perflint.model.program import FileModel
 from perflint.model.steps import OUTER, Steps
 from perflint.rules.common import module_call, trains
@@ -11,12 +11,6 @@ from perflint.rule import Rule
 
 # What leaves no graph behind: `loss.detach()`, a Python number (`.item()`, `float(loss)`), a host copy.
 _DETACHING = {"detach", "item", "tolist", "float", "int", "cpu", "numpy"}
-
-
-def _called(call: cst.Call) -> str | None:
-    """The name a call calls: `item` in `reduce(loss).item()`, `float` in `float(loss)`."""
-    func = call.func
-    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
 
 
 def _names(node: cst.CSTNode) -> set[str]:
@@ -67,9 +61,10 @@ that trains, other than a loop over epochs, makes it anew each step (`losses = [
 it holds one step's graphs at most; blind review 25 found three such findings, all wrong), under
 `no_grad`, in a loop that does not train itself (an evaluation loop inside the epoch loop), and where the
 loop rebinds the name to a detached value or a number first (`loss = loss.detach()`, `step_loss =
-reduce(loss).item()`: blind review 29's four findings, all wrong). It does not tell the two costs apart: the reference pair shows the expensive one (a held-out
-loss that is never backpropagated keeps each step's activations); for the backpropagated loss itself
-the retained graph nodes live outside the tensor allocator, so no deterministic count shows them.
+reduce(loss).item()`: blind review 29's four findings, all wrong). It does not tell the two costs apart:
+the reference pair shows the expensive one (a held-out loss that is never backpropagated keeps each
+step's activations); for the backpropagated loss itself the retained graph nodes live outside the tensor
+allocator, so no deterministic count shows them.
 """
 
     def _lossy(self, value: cst.BaseExpression, model: FileModel) -> bool:
@@ -105,10 +100,7 @@ the retained graph nodes live outside the tensor allocator, so no deterministic 
         acc = dotted(target)
         if acc is None or not trains(model, loop) or self._detached_before(value, node, loop, model):
             return
-        function = frame.function
-        while function is not None and function.is_lambda:
-            function = function.frame.parent.function
-        scope = function.node if function is not None else model.module
+        scope = model.def_of(frame) or model.module
         if self._backpropagated(acc.split(".")[0], scope) or self._made_each_step(acc, frame, model):
             return
         self.report(model, node, self.message.format(target=acc, value=(dotted(value) or "the loss")))
@@ -123,7 +115,8 @@ the retained graph nodes live outside the tensor allocator, so no deterministic 
         order = model.sites[node][1]
         for assign in find_all(loop, cst.Assign):
             if model.sites[assign][1] < order and any(dotted(t.target) == name for t in assign.targets) \
-                    and isinstance(assign.value, cst.Call) and _called(assign.value) in _DETACHING:
+                    and isinstance(assign.value, cst.Call) \
+                    and (method_name(assign.value) or dotted(assign.value.func)) in _DETACHING:
                 return True
         return False
 

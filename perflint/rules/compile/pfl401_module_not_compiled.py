@@ -64,16 +64,17 @@ its methods is not reported. Quiet when the model's program (the files linked to
 `torch.compile`, `torch.jit.script`/`trace` or `torch.export` on a model anywhere, even behind a flag:
 the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
 losses (also a module bound to a name such as `criterion` or `loss_fn`, however it is built:
-`getattr(model, "criterion", CrossEntropyLoss)()`, `lpips.LPIPS()`), for a head
-of dropout and linear layers only (nothing to fuse), for models run a few fixed times (`for _ in range(3)`), for models that stay on the CPU (a
+`getattr(model, "criterion", CrossEntropyLoss)()`, `lpips.LPIPS()`), for a head of dropout and linear
+layers only (nothing to fuse), for models run a few fixed times (`for _ in range(3)`), for models that
+stay on the CPU (a
 tutorial's toy; compile pays off on accelerators first), in interactive apps (a file that imports gradio
 or streamlit: the model runs per user request, at the shapes the user picks), and in test files.
 Compiling costs seconds to minutes up front and some models graph-break: the finding is advice (severity
 info), not an error.
 Quiet in a file that imports Opacus (differentially private training: its per-sample gradient hooks do
 not support torch.compile), and in a trainer built on transformers' `Trainer`, whose `torch_compile`
-argument is the flag. Quiet in a file that differentiates twice (`torch.autograd.grad(..., create_graph=True)`: a gradient
-penalty such as R1 or WGAN-GP), which torch.compile does not support.
+argument is the flag. Quiet in a file that differentiates twice (`torch.autograd.grad(...,
+create_graph=True)`: a gradient penalty such as R1 or WGAN-GP), which torch.compile does not support.
 The pair uses Inductor, which compiles C++ on its first run (about 10-15 s with a cold cache, about 1 s
 warm): the eager backend does not fuse, so it would prove nothing.
 """

@@ -227,8 +227,9 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
             if first is not None:  # `return a.item(), b.item()` with `b` on the device: `a` waits for the same
                 first.reported, first.step = True, site.step  # work, so it is the read to report (a2c's update)
                 later = " ".join(model.module.code_for_node(site.operand).split())[:40]
-                first.evidence = (*_evidence(model, first), (f"`{later}` is read later in the step with no device work "
-                                                             "queued between: this first read is the one that waits", None))
+                first.evidence = (*_evidence(model, first), (
+                    f"`{later}` is read later in the step with no device work queued between: this first read is "
+                    "the one that waits", None))
             continue
         site.evidence = _evidence(model, site)
     # One report per node and rule (several tensors in one print, one torch.tensor([...]) list).
