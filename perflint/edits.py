@@ -19,7 +19,7 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
         last = args[-1]
         if last.comma is cst.MaybeSentinel.DEFAULT:
             args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        elif isinstance(last.comma, cst.Comma) and last.comma.whitespace_after.empty:
+        elif type(last.comma) is cst.Comma and last.comma.whitespace_after.empty:
             args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=cst.SimpleWhitespace(" ")))
     args.append(cst.Arg(value=value, keyword=cst.Name(name),
                         equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)))

@@ -209,7 +209,7 @@ def _block_indents(module: cst.Module, targets: set[cst.CSTNode]) -> dict[cst.CS
             continue
         if node in targets:
             found[node] = list(indents)
-        if isinstance(node, cst.IndentedBlock):
+        if type(node) is cst.IndentedBlock:
             indents.append(module.default_indent if node.indent is None else node.indent)
             stack.append((node, True))
         stack.extend((child, False) for child in reversed(list(children(node))))

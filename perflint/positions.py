@@ -137,7 +137,7 @@ def _starts(statements, nodes: list[ast.stmt]) -> list[tuple[int, ast.stmt]] | N
         if i >= len(nodes):
             return None
         first = nodes[i]
-        i += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+        i += len(stmt.body) if type(stmt) is cst.SimpleStatementLine else 1
         line = min([first.lineno] + [d.lineno for d in getattr(first, "decorator_list", ())])
         decorators = getattr(stmt, "decorators", ())
         lead = len(stmt.leading_lines) + (len(decorators[0].leading_lines) if decorators else 0)

@@ -18,6 +18,7 @@ _SKIP_FIELDS = {"lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_af
                 "encoding", "has_trailing_newline", "asynchronous", "operator", "trailing_whitespace"}
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _NODE_TYPES: dict[type, bool] = {}
+_CONCRETE: dict = {}  # find_all's node_type -> whether it names only classes without subclasses
 
 
 def is_node_type(value_type: type) -> bool:
@@ -53,11 +54,18 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 def find_all(node: cst.CSTNode, node_type: type | tuple[type, ...]) -> list:
     """Every node of the given type(s) in a subtree, the root included, in source order."""
+    concrete = _CONCRETE.get(node_type)
+    if concrete is None:
+        wanted = node_type if type(node_type) is tuple else (node_type,)
+        concrete = _CONCRETE[node_type] = all(not t.__subclasses__() for t in wanted)
+    # `type(...) in`, not isinstance, where no subclass can match: libcst's node classes are ABCs, whose
+    # isinstance is a Python call.
+    wanted = (node_type if type(node_type) is tuple else (node_type,)) if concrete else ()
     found = []
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, node_type):
+        if type(current) in wanted if concrete else isinstance(current, node_type):
             found.append(current)
         stack.extend(reversed(list(children(current))))
     return found

@@ -102,7 +102,7 @@ def _built_by_module(model: FileModel, steps: Steps, values: Values, call: cst.C
     when the builder's does. As a call out of `Backbone.forward`: ((level, module, name, member), requires,
     assumed), hot for certain when a loop runs the builder, here or (`requires`) from another file."""
     func = call.func
-    if not isinstance(func, cst.Name) or func.value not in imported or not _a_class(imported[func.value][2]):
+    if type(func) is not cst.Name or func.value not in imported or not _a_class(imported[func.value][2]):
         return None
     function = model.frame_of(call).function
     cls = function.cls if function is not None else None
@@ -131,9 +131,9 @@ def _class_aliases(model: FileModel, imported: dict) -> dict:
     found: dict[str, set] = {}
     for assign in model.nodes(cst.Assign):
         for target in assign.targets:
-            if isinstance(target.target, cst.Name) and target.target.value not in imported:
+            if type(target.target) is cst.Name and target.target.value not in imported:
                 value = assign.value
-                cls = value.value if isinstance(value, cst.Name) and value.value in imported \
+                cls = value.value if type(value) is cst.Name and value.value in imported \
                     and _a_class(imported[value.value][2]) else None
                 found.setdefault(target.target.value, set()).add(cls)
     return {name: imported[next(iter(classes))] for name, classes in found.items()
@@ -148,7 +148,7 @@ def _instances(model: FileModel, classes: set[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for assign in model.nodes(cst.Assign):
         value = assign.value
-        if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.Or):
+        if type(value) is cst.BooleanOperation and type(value.operator) is cst.Or:
             value = value.right  # `self.sampler = sampler or UniformSampler(diffusion)`: the default built here
         built = built_by(value)  # `Net(...).to(device).eval()`
         if built in classes:
@@ -186,9 +186,9 @@ def _target(model: FileModel, values: Values, call: cst.Call, imported: dict,
     """(level, module, name, member) of what a call runs when it comes from an import of the run."""
     func = call.func
     head = func
-    while isinstance(head, cst.Attribute):
+    while type(head) is cst.Attribute:
         head = head.value
-    if not isinstance(head, cst.Name):
+    if type(head) is not cst.Name:
         return None
     if head.value in imported:
         name = dotted(func)
@@ -200,7 +200,7 @@ def _target(model: FileModel, values: Values, call: cst.Call, imported: dict,
             return None  # `Net(...)`: building an object, not running a step's function
         return level, module, imported_name, rest
     # `mixup_fn(x, y)` or `self.matcher(outputs, targets)`: an object built from an imported class
-    receiver = func if isinstance(func, cst.Name) else func.value if isinstance(func, cst.Attribute) else None
+    receiver = func if type(func) is cst.Name else func.value if type(func) is cst.Attribute else None
     if receiver is None or dotted(receiver) not in instances:
         return None
     built = built_by(values.value(receiver).origin)

@@ -7,11 +7,17 @@ import libcst as cst
 
 def dotted(node: cst.CSTNode) -> str | None:
     """`a.b.c` for a chain of Names and Attributes, else None."""
+    # `type(...) is`, not isinstance: libcst's node classes are ABCs, whose isinstance is a Python call,
+    # and this runs for most nodes of a file (Name and Attribute have no subclasses).
+    kind = type(node)
+    if kind is cst.Name:
+        return node.value
     parts = []
-    while isinstance(node, cst.Attribute):
+    while kind is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+        kind = type(node)
+    if kind is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
@@ -20,14 +26,15 @@ def dotted(node: cst.CSTNode) -> str | None:
 def built_by(node: cst.CSTNode) -> str | None:
     """The name whose call starts a method chain: "Net" for `Net(...).to(device).eval()`; None when the
     chain does not start with a call of a plain name."""
-    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+    while type(node) is cst.Call and type(node.func) is cst.Attribute:
         node = node.func.value
-    return node.func.value if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) else None
+    return node.func.value if type(node) is cst.Call and type(node.func) is cst.Name else None
 
 
 def method_name(call: cst.Call) -> str | None:
     """For `x.foo(...)`, "foo"."""
-    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+    func = call.func
+    return func.attr.value if type(func) is cst.Attribute else None
 
 
 def keyword(call: cst.Call, name: str) -> cst.Arg | None:
@@ -51,7 +58,7 @@ def factory_sizes(qual: str, call: cst.Call) -> list[cst.BaseExpression] | None:
         [a for a in call.args if a.keyword is None and not a.star]
     if qual == "torch.full":
         args = args[:1]
-    if len(args) == 1 and isinstance(args[0].value, (cst.Tuple, cst.List)):
+    if len(args) == 1 and type(args[0].value) in (cst.Tuple, cst.List):
         return [e.value for e in args[0].value.elements]
     return [a.value for a in args]
 
@@ -60,11 +67,11 @@ _SIZED_FACTORIES = {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "t
 
 
 def is_true(node: cst.CSTNode | None) -> bool:
-    return isinstance(node, cst.Name) and node.value == "True"
+    return type(node) is cst.Name and node.value == "True"
 
 
 def is_false(node: cst.CSTNode | None) -> bool:
-    return isinstance(node, cst.Name) and node.value in ("False", "None")
+    return type(node) is cst.Name and node.value in ("False", "None")
 
 
 def target_names(target: cst.BaseExpression) -> set[str]:
@@ -73,11 +80,11 @@ def target_names(target: cst.BaseExpression) -> set[str]:
     stack = [target]
     while stack:
         t = stack.pop()
-        if isinstance(t, (cst.Tuple, cst.List)):
+        if type(t) in (cst.Tuple, cst.List):
             stack += [e.value for e in t.elements]
-        elif isinstance(t, cst.StarredElement):
+        elif type(t) is cst.StarredElement:
             stack.append(t.value)
-        elif isinstance(t, cst.Name):
+        elif type(t) is cst.Name:
             out.add(t.value)
     return out
 
@@ -87,9 +94,9 @@ def truth_tested(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     out, stack = [], [test]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.BooleanOperation):
+        if type(node) is cst.BooleanOperation:
             stack += [node.left, node.right]
-        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        elif type(node) is cst.UnaryOperation and type(node.operator) is cst.Not:
             stack.append(node.expression)
         else:
             out.append(node)
@@ -97,19 +104,19 @@ def truth_tested(test: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def string_value(node: cst.CSTNode) -> str | None:
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         value = node.evaluated_value
         return value if isinstance(value, str) else None
     return None
 
 
 def int_value(node: cst.CSTNode) -> int | None:
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         try:
             return int(node.value.replace("_", ""), 0)
         except ValueError:
             return None
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
         inner = int_value(node.expression)
         return -inner if inner is not None else None
     return None

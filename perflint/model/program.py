@@ -127,7 +127,7 @@ class FunctionInfo:
         self.calls: list[cst.Call] = []  # calls made directly in its body (not in nested functions)
         self.returns: list[cst.BaseExpression] = []
         self.yields: list[cst.BaseExpression] = []  # a generator's yielded values (`yield x, y`)
-        self.is_lambda = isinstance(node, cst.Lambda)
+        self.is_lambda = type(node) is cst.Lambda
 
     @property
     def qualname(self) -> str:
@@ -163,39 +163,39 @@ def _gate(test: cst.BaseExpression, counters: set[str] = frozenset()) -> bool:
     stack = [test]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.Modulo:
             return True
-        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 \
-                and isinstance(node.comparisons[0].operator, cst.Equal):
+        if type(node) is cst.Comparison and len(node.comparisons) == 1 \
+                and type(node.comparisons[0].operator) is cst.Equal:
             sides = (node.left, node.comparisons[0].comparator)
-            if any(isinstance(side, cst.Integer) for side in sides):
+            if any(type(side) is cst.Integer for side in sides):
                 return True
-            if any(isinstance(side, cst.Name) and side.value in counters for side in sides):
+            if any(type(side) is cst.Name and side.value in counters for side in sides):
                 return True
-        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 \
-                and isinstance(node.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual)) \
-                and isinstance(node.left, cst.Name) and node.left.value in counters \
-                and isinstance(node.comparisons[0].comparator, cst.Integer):
+        if type(node) is cst.Comparison and len(node.comparisons) == 1 \
+                and type(node.comparisons[0].operator) in (cst.LessThan, cst.LessThanEqual) \
+                and type(node.left) is cst.Name and node.left.value in counters \
+                and type(node.comparisons[0].comparator) is cst.Integer:
             return True  # `if plots and batch_i < 3:`: the first few iterations
-        if isinstance(node, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)):
+        if type(node) in (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation):
             stack.extend(c for c in node.children if isinstance(c, cst.BaseExpression))
-        elif isinstance(node, cst.ComparisonTarget):
+        elif type(node) is cst.ComparisonTarget:
             stack.append(node.comparator)
     return False
 
 
 def _fresh_state(test: cst.BaseExpression) -> bool:
     subject = None
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         subject = test.expression
-    elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+    elif type(test) is cst.Comparison and len(test.comparisons) == 1:
         op, right = test.comparisons[0].operator, test.comparisons[0].comparator
-        if isinstance(op, cst.NotIn):
+        if type(op) is cst.NotIn:
             subject = right
-        elif isinstance(op, cst.Equal) and isinstance(right, cst.Integer) and right.value == "0" \
-                and isinstance(test.left, cst.Call) and dotted(test.left.func) == "len" and test.left.args:
+        elif type(op) is cst.Equal and type(right) is cst.Integer and right.value == "0" \
+                and type(test.left) is cst.Call and dotted(test.left.func) == "len" and test.left.args:
             subject = test.left.args[0].value
-    if isinstance(subject, cst.Subscript):
+    if type(subject) is cst.Subscript:
         subject = subject.value
     name = (dotted(subject) or "").rsplit(".", 1)[-1] if subject is not None else ""
     return name == "state" or name.endswith("_state")
@@ -210,14 +210,14 @@ _PERIODIC = re.compile(r"^(?:should|do|is|need|time)_?(?:to_?)?(?:log|print|eval
 
 def _periodic(test: cst.BaseExpression) -> bool:
     """`if step % k == 0:` anywhere, or a flag named for the occasional step (`_PERIODIC`), negated or not."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         test = test.expression
-    if isinstance(test, cst.Call):
+    if type(test) is cst.Call:
         test = test.func
     name = dotted(test)
     if name is not None:
         return bool(_PERIODIC.match(name.rsplit(".", 1)[-1].lower()))
-    return any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
+    return any(type(n) is cst.BinaryOperation and type(n.operator) is cst.Modulo
                for n in _walk_expr(test))
 
 
@@ -226,22 +226,22 @@ def _walk_expr(node: cst.CSTNode):
     while stack:
         n = stack.pop()
         yield n
-        if isinstance(n, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation, cst.BinaryOperation)):
+        if type(n) in (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation, cst.BinaryOperation):
             stack.extend(c for c in n.children if isinstance(c, cst.BaseExpression))
-        elif isinstance(n, cst.ComparisonTarget):
+        elif type(n) is cst.ComparisonTarget:
             stack.append(n.comparator)
 
 
 def _guard(statement: cst.CSTNode) -> bool:
     """`if not should_log: return`: a guard clause after which the rest of the block runs only on the
     occasional step."""
-    if not isinstance(statement, cst.If) or statement.orelse is not None or not _periodic(statement.test):
+    if type(statement) is not cst.If or statement.orelse is not None or not _periodic(statement.test):
         return False
-    negated = isinstance(statement.test, cst.UnaryOperation) and isinstance(statement.test.operator, cst.Not)
-    body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
-    if not negated or not body or not all(isinstance(line, cst.SimpleStatementLine) for line in body):
+    negated = type(statement.test) is cst.UnaryOperation and type(statement.test.operator) is cst.Not
+    body = statement.body.body if type(statement.body) is cst.IndentedBlock else ()
+    if not negated or not body or not all(type(line) is cst.SimpleStatementLine for line in body):
         return False
-    return all(isinstance(s, (cst.Return, cst.Continue)) for line in body for s in line.body)
+    return all(type(s) in (cst.Return, cst.Continue) for line in body for s in line.body)
 
 
 def _caches(node: cst.If) -> bool:
@@ -255,21 +255,21 @@ def _caches(node: cst.If) -> bool:
     stack = [test]
     while stack:
         n = stack.pop()
-        if isinstance(n, cst.BooleanOperation):
+        if type(n) is cst.BooleanOperation:
             stack += [n.left, n.right]
-        elif isinstance(n, cst.Comparison) and len(n.comparisons) == 1 \
-                and isinstance(n.comparisons[0].operator, cst.Is) \
-                and isinstance(n.comparisons[0].comparator, cst.Name) and n.comparisons[0].comparator.value == "None":
+        elif type(n) is cst.Comparison and len(n.comparisons) == 1 \
+                and type(n.comparisons[0].operator) is cst.Is \
+                and type(n.comparisons[0].comparator) is cst.Name and n.comparisons[0].comparator.value == "None":
             name = dotted(n.left)
             if name is not None:
                 names.add(name)
     if not names:
         return False
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    body = node.body.body if type(node.body) is cst.IndentedBlock else ()
     for statement in body:
-        if isinstance(statement, cst.SimpleStatementLine):
+        if type(statement) is cst.SimpleStatementLine:
             for small in statement.body:
-                if isinstance(small, cst.Assign) and any(dotted(t.target) in names for t in small.targets):
+                if type(small) is cst.Assign and any(dotted(t.target) in names for t in small.targets):
                     return True
     return False
 
@@ -481,7 +481,7 @@ class FileModel:
         order = self.sites[node][1]
         i = max(bisect_right(self.top_orders, order) - 1, 0)
         path, statement = [i], self.module.body[i] if self.module.body else None
-        while isinstance(getattr(statement, "body", None), cst.IndentedBlock):
+        while type(getattr(statement, "body", None)) is cst.IndentedBlock:
             recorded = self.block_orders.get(statement.body)
             if recorded is None or order > recorded[1]:  # not recorded, or in an `else`, a handler
                 break
@@ -507,22 +507,22 @@ def _bound_names(node: cst.CSTNode) -> set[str]:
     out: set[str] = set()
 
     def add(target: cst.CSTNode) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in (cst.Tuple, cst.List):
             for e in target.elements:
                 add(e.value)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             add(target.value)
         else:
             name = dotted(target)
-            if name is None and isinstance(target, cst.Subscript):
+            if name is None and type(target) is cst.Subscript:
                 name = dotted(target.value)
             if name is not None:
                 out.add(name)
 
     for n in find_all(node, _BINDERS):
-        if not isinstance(n, cst.Call):
+        if type(n) is not cst.Call:
             add(n.target)
-        elif isinstance(n.func, cst.Attribute):
+        elif type(n.func) is cst.Attribute:
             m = n.func.attr.value
             if m.endswith("_") and not m.endswith("__") or m in _MUTATORS:
                 base = dotted(n.func.value)
@@ -626,14 +626,14 @@ class Walker:
     def bind(self, target: cst.CSTNode, how: str, value, path: tuple = ()) -> None:
         """Record what an assignment target now holds; tuples are unpacked into paths."""
         model = self.model
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in (cst.Tuple, cst.List):
             for i, element in enumerate(target.elements):
-                if isinstance(element, cst.StarredElement):
+                if type(element) is cst.StarredElement:
                     self.bind(element.value, "del", None)
                 else:
                     self.bind(element.value, how, value, path + (i,))
             return
-        if isinstance(target, cst.StarredElement):
+        if type(target) is cst.StarredElement:
             self.bind(target.value, "del", None)
             return
         name = dotted(target)
@@ -658,7 +658,7 @@ class Walker:
             full = dotted(alias.name)
             if full is None:
                 continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 local = alias.asname.name.value
                 model.aliases[local] = full
                 model.imports[local] = (0, full, None)
@@ -671,13 +671,13 @@ class Walker:
 
     def _import_from(self, node: cst.ImportFrom) -> None:
         model = self.model
-        if isinstance(node.names, cst.ImportStar):
+        if type(node.names) is cst.ImportStar:
             return
         module = dotted(node.module) if node.module is not None else ""
         for alias in node.names:  # a function's own imports too (`from functions.denoising import ddpm_steps` in
             name = dotted(alias.name)  # the branch that samples with it), where the module's do not name it
             local = alias.asname.name.value if alias.asname is not None \
-                and isinstance(alias.asname.name, cst.Name) else name
+                and type(alias.asname.name) is cst.Name else name
             if name and local and module is not None and (model.frame.kind == "module" or local not in model.imports):
                 model.imports[local] = (len(node.relative), module, name)
         if node.relative or node.module is None:
@@ -685,7 +685,7 @@ class Walker:
         base = dotted(node.module)
         for alias in node.names:
             name = dotted(alias.name)
-            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) \
+            local = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name \
                 else name
             if name and local:
                 model.aliases[local] = f"{base}.{name}"
@@ -695,7 +695,7 @@ class Walker:
     def _decorator_names(self, decorators) -> list[str]:
         out = []
         for d in decorators:
-            expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            expr = d.decorator.func if type(d.decorator) is cst.Call else d.decorator
             name = self.model.qualname(expr) or dotted(expr)
             if name:
                 out.append(self._compiler_alias(expr) or name)
@@ -704,7 +704,7 @@ class Walker:
     def _compiler_alias(self, expr) -> str | None:
         """`@MyFunction` after `MyFunction = torch.jit.script_method` at the top of the file (RWKV's switch on
         an environment variable, set on by its scripts): the compiler one of the module's assignments names."""
-        if not isinstance(expr, cst.Name):
+        if type(expr) is not cst.Name:
             return None
         frame = self.model.frame
         while frame.parent is not None:
@@ -753,7 +753,7 @@ class Walker:
                     info.params.append((p.name.value, p, kind))
                     info.scope.bind(p.name.value, Binding(model.order, "param", p, info, (), frame))
             for p in (params.star_arg, params.star_kwarg):
-                if isinstance(p, cst.Param):
+                if type(p) is cst.Param:
                     info.params.append((p.name.value, p, "star"))
                     info.scope.bind(p.name.value, Binding(model.order, "param", p, info, (), frame))
             self.walk(body)
@@ -844,16 +844,16 @@ class Walker:
         model = self.model
         self.walk(node.test)
         loop = model.frame.loop
-        counters = target_names(loop.node.target) if loop is not None and isinstance(loop.node, cst.For) else set()
+        counters = target_names(loop.node.target) if loop is not None and type(loop.node) is cst.For else set()
         test = node.test
         if loop is not None:  # `num_total += 1` earlier in the loop: a counter of iterations too
             counters = counters | self._counted(test, loop)
-        if loop is not None and isinstance(test, cst.Name):  # `regularize = i % k == 0` ... `if regularize:`
+        if loop is not None and type(test) is cst.Name:  # `regularize = i % k == 0` ... `if regularize:`
             bound = [b for b in model.frame.scope.bindings.get(test.value, ()) if b.how == "assign" and not b.path]
             if bound and loop.encloses(bound[-1].frame):
                 test = bound[-1].value
         gated = loop is not None and _gate(test, counters) or _periodic(test) \
-            and not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not))
+            and not (type(test) is cst.UnaryOperation and type(test.operator) is cst.Not)
         kind = "gate" if gated else "once" if _caches(node) else "branch"
         body = Frame(kind, node, model.frame)
         body.condition = (node.test, True)
@@ -867,9 +867,9 @@ class Walker:
         """The names in `test` that the loop counts up by a constant (`n += 1`) before this point."""
         out = set()
         for name in _walk_expr(test):
-            if isinstance(name, cst.Name) and any(
-                    b.how == "aug" and loop.encloses(b.frame) and isinstance(b.value.operator, cst.AddAssign)
-                    and isinstance(b.value.value, cst.Integer)
+            if type(name) is cst.Name and any(
+                    b.how == "aug" and loop.encloses(b.frame) and type(b.value.operator) is cst.AddAssign
+                    and type(b.value.value) is cst.Integer
                     for b in self.model.frame.scope.bindings.get(name.value, ())):
                 out.add(name.value)
         return out
@@ -907,7 +907,7 @@ class Walker:
         no_grad = False
         for item in node.items:
             self.walk(item.item)
-            expr = item.item.func if isinstance(item.item, cst.Call) else item.item
+            expr = item.item.func if type(item.item) is cst.Call else item.item
             if model.qualname(expr) in api.NO_GRAD:
                 no_grad = True
             if item.asname is not None:
@@ -948,7 +948,7 @@ class Walker:
         self.children(node)
         call = node.value
         # `model.to(device)`, `model.cuda()`, `model.eval()` on their own move or change a module in place.
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+        if type(call) is cst.Call and type(call.func) is cst.Attribute \
                 and call.func.attr.value in api.MODULE_SELF_METHODS:
             receiver = call.func.value
             name = dotted(receiver)
@@ -956,10 +956,10 @@ class Walker:
             if name is not None and (name in self.model.frame.scope.bindings or name.startswith("self.")):
                 self.bind(receiver, "mutate", call)
         # `self.register_buffer("scale", torch.ones(n))`: `self.scale` now holds that tensor.
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+        if type(call) is cst.Call and type(call.func) is cst.Attribute \
                 and call.func.attr.value in ("register_buffer", "register_parameter") \
                 and dotted(call.func.value) == "self" and len(call.args) >= 2 \
-                and isinstance(call.args[0].value, cst.SimpleString) \
+                and type(call.args[0].value) is cst.SimpleString \
                 and isinstance(call.args[0].value.evaluated_value, str):
             attr = cst.Attribute(cst.Name("self"), cst.Name(call.args[0].value.evaluated_value))
             self.bind(attr, "buffer", call.args[1].value)
@@ -972,7 +972,7 @@ class Walker:
 
     def _global(self, node) -> None:
         for item in node.names:
-            if isinstance(item.name, cst.Name):
+            if type(item.name) is cst.Name:
                 self.model.frame.scope.globals.add(item.name.value)
 
     def _del(self, node: cst.Del) -> None:

@@ -101,7 +101,7 @@ class Steps:
     # ---- where a node runs -------------------------------------------------------------------------------
     def at(self, node: cst.CSTNode) -> Step:
         frame, _ = self.model.site(node)
-        off = self._untaken_values().get(node) if isinstance(node, cst.Call) else None
+        off = self._untaken_values().get(node) if type(node) is cst.Call else None
         if off is not None:  # `a() if cfg.NUM_SHARDS > 1 else b()`: the branch the defaults do not take
             return Step(False, (("not with the defaults: `{}`", off),))
         return self.in_frame(frame)
@@ -240,12 +240,12 @@ class Steps:
         return found
 
     def _counter_test(self, test: cst.BaseExpression) -> bool:
-        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
-                and isinstance(test.comparisons[0].operator, cst.Equal)):
+        if not (type(test) is cst.Comparison and len(test.comparisons) == 1
+                and type(test.comparisons[0].operator) is cst.Equal):
             return False
         sides = (test.left, test.comparisons[0].comparator)
-        return any(isinstance(side, cst.Integer) for side in sides) \
-            and any(isinstance(side, cst.Name) and self._counter_param(side) for side in sides)
+        return any(type(side) is cst.Integer for side in sides) \
+            and any(type(side) is cst.Name and self._counter_param(side) for side in sides)
 
     def _counter_param(self, name: cst.Name) -> bool:
         """A parameter for which every call site of the file passes the target of a `for` loop."""
@@ -254,7 +254,7 @@ class Steps:
             return False
         passed = [a for b in reaching for a in self.values.arguments(b.value, b.target)]
         return bool(passed) and all(
-            isinstance(a, cst.Name) and (r := self.values.reaching_bindings(a)) and all(x.how == "for" for x in r)
+            type(a) is cst.Name and (r := self.values.reaching_bindings(a)) and all(x.how == "for" for x in r)
             for a in passed)
 
     def _device_loop(self, frame: Frame, loop: LoopKind) -> Step:
@@ -377,13 +377,13 @@ class Steps:
             classes = self.model.classes
             for call in self.model.calls:
                 func = call.func
-                if isinstance(func, cst.Name) and func.value in classes:  # `Block(config)` inside `GPT`
+                if type(func) is cst.Name and func.value in classes:  # `Block(config)` inside `GPT`
                     frame = self.model.frame_of(call)
                     builder = frame.function.cls if frame.function is not None else None
                     if builder is not None and builder is not classes[func.value]:
                         builders.setdefault(classes[func.value], []).append((builder, call))
                     continue
-                target = func.value if isinstance(func, cst.Attribute) and func.attr.value in api.FORWARD_METHODS \
+                target = func.value if type(func) is cst.Attribute and func.attr.value in api.FORWARD_METHODS \
                     else func
                 v = self.values.value(target)
                 built = built_by(v.origin) if v.kind == MODULE else None  # `Actor(envs).to(device)`
@@ -404,7 +404,7 @@ class Steps:
         defaults = [p.default for f in self.model.functions if f.name == "__init__"
                     for p in (*f.node.params.params, *f.node.params.kwonly_params)
                     if p.name.value == "foreach" and p.default is not None]
-        return not any(isinstance(d, cst.Name) and d.value == "False" for d in defaults)
+        return not any(type(d) is cst.Name and d.value == "False" for d in defaults)
 
     # ---- loops --------------------------------------------------------------------------------------------
     def loop_kind(self, frame: Frame) -> LoopKind:
@@ -416,9 +416,9 @@ class Steps:
 
     def _loop_kind(self, frame: Frame) -> LoopKind:
         node = frame.node
-        if isinstance(node, cst.For):
+        if type(node) is cst.For:
             iterable = node.iter
-        elif isinstance(node, cst.While):
+        elif type(node) is cst.While:
             iterable = None
         else:
             iterable = node.for_in.iter
@@ -431,7 +431,7 @@ class Steps:
         for call in calls:
             qual = model.qualname(call.func) or dotted(call.func) or ""
             if qual in api.INTERACTIVE or qual == "cv2.waitKey" and (
-                    not call.args or isinstance(call.args[0].value, cst.Integer) and call.args[0].value.value == "0"):
+                    not call.args or type(call.args[0].value) is cst.Integer and call.args[0].value.value == "0"):
                 return LoopKind(COLD, (("waits for `{}`", call),))  # `input()`, `cv2.waitKey(0)`: a key press
         sources = _sources(iterable) if iterable is not None else []
         for source in sources:
@@ -487,11 +487,11 @@ class Steps:
     def _file_listing(self, node: cst.CSTNode, depth: int = 0) -> bool:
         """`os.listdir(d)`, `glob.glob(p)`, `Path(d).iterdir()`, `sorted(...)` of one, or a name bound to one:
         a script that processes a folder file by file, bound by reading and writing files."""
-        if isinstance(node, cst.Name) and depth < 3:
+        if type(node) is cst.Name and depth < 3:
             reaching = self.values.reaching_bindings(node) or []
             return bool(reaching) and all(b.how == "assign" and not b.path and b.value is not None
                                           and self._file_listing(b.value, depth + 1) for b in reaching)
-        if not isinstance(node, cst.Call):
+        if type(node) is not cst.Call:
             return False
         name = self.model.qualname(node.func) or dotted(node.func) or ""
         if name in ("sorted", "list") and node.args:
@@ -502,28 +502,28 @@ class Steps:
         """`args.input` (`nargs="+"`: the images to predict), or a name bound to it: the files or settings a
         user names on the command line (also `opt.weights if isinstance(opt.weights, list) else
         [opt.weights]`)."""
-        if isinstance(node, cst.IfExp) and depth < 2:
+        if type(node) is cst.IfExp and depth < 2:
             return self._command_line_list(node.body, depth + 1) and self._command_line_list(node.orelse, depth + 1)
-        if isinstance(node, (cst.List, cst.Tuple)) and node.elements and depth < 2:
-            return all(isinstance(e, cst.Element) and self._command_line_list(e.value, depth + 1)
+        if type(node) in (cst.List, cst.Tuple) and node.elements and depth < 2:
+            return all(type(e) is cst.Element and self._command_line_list(e.value, depth + 1)
                        for e in node.elements)
-        if isinstance(node, cst.Name) and depth < 2:
+        if type(node) is cst.Name and depth < 2:
             reaching = self.values.reaching_bindings(node) or []
             return len(reaching) == 1 and reaching[0].how == "assign" and not reaching[0].path \
                 and reaching[0].value is not None and self._command_line_list(reaching[0].value, depth + 1)
-        return isinstance(node, cst.Attribute) and option_holder(node.value)
+        return type(node) is cst.Attribute and option_holder(node.value)
 
     def _few(self, iterable: cst.CSTNode, sources: list) -> bool:
         """A loop of a few fixed iterations: `range(3)`, `for x in (a, b, c)`, `for k in ["a", "b"]`."""
         for source in sources or [iterable]:
-            if isinstance(source, cst.Call) and isinstance(source.func, cst.Name) and source.func.value == "range":
+            if type(source) is cst.Call and type(source.func) is cst.Name and source.func.value == "range":
                 bounds = [self._constant(a.value) for a in source.args]
                 if bounds and all(b is not None for b in bounds):
                     n = bounds[0] if len(bounds) == 1 else (bounds[1] - bounds[0]) // (bounds[2] if len(bounds) > 2
                                                                                          and bounds[2] else 1)
                     if n <= _SMALL_RANGE:
                         return True
-            if isinstance(source, (cst.Tuple, cst.List, cst.Set)) and len(source.elements) <= _SMALL_RANGE:
+            if type(source) in (cst.Tuple, cst.List, cst.Set) and len(source.elements) <= _SMALL_RANGE:
                 return True
         return False
 
@@ -533,15 +533,15 @@ class Steps:
         found = int_value(node)
         if found is not None or depth > 3:
             return found
-        if isinstance(node, cst.BinaryOperation) and type(node.operator) in _FOLDED:
+        if type(node) is cst.BinaryOperation and type(node.operator) in _FOLDED:
             left, right = self._constant(node.left, depth + 1), self._constant(node.right, depth + 1)
-            if left is None or right is None or isinstance(node.operator, cst.FloorDivide) and not right:
+            if left is None or right is None or type(node.operator) is cst.FloorDivide and not right:
                 return None
             return _FOLDED[type(node.operator)](left, right)
-        if isinstance(node, cst.Attribute):  # `range(args.pics)` with `--pics` defaulting to 1
+        if type(node) is cst.Attribute:  # `range(args.pics)` with `--pics` defaulting to 1
             value = self.values.default_of(node)
             return value if type(value) is int else None
-        reaching = self.values.reaching_bindings(node) if isinstance(node, cst.Name) else None
+        reaching = self.values.reaching_bindings(node) if type(node) is cst.Name else None
         if not reaching or any(b.how != "assign" or b.path or b.value is None for b in reaching):
             return None
         values = {self._constant(b.value, depth + 1) for b in reaching}
@@ -557,11 +557,11 @@ class Steps:
         found = None
         for loop in self.model.all_loops:
             node = loop.node
-            iterable = node.iter if isinstance(node, cst.For) else getattr(getattr(node, "for_in", None), "iter", None)
+            iterable = node.iter if type(node) is cst.For else getattr(getattr(node, "for_in", None), "iter", None)
             if iterable is None:
                 continue
             for source in _sources(iterable):
-                if isinstance(source, cst.Call) and self.values.callee(source) is info \
+                if type(source) is cst.Call and self.values.callee(source) is info \
                         and self.loop_kind(loop).kind == STEP:
                     found = ((f"runs every step: `{info.qualname}` yields the batches of the step loop at `{{}}`",
                               iterable),)
@@ -667,7 +667,7 @@ class Steps:
         """An op in the loop whose result is a tensor on the device, when the loop is over a range or a
         while loop (not a few fixed items)."""
         node = frame.node
-        if not isinstance(node, (cst.For, cst.While)):
+        if type(node) not in (cst.For, cst.While):
             return None
         sites = self.model.sites
         for op in self.model.nodes(cst.BinaryOperation):
@@ -705,13 +705,13 @@ class Steps:
             if depth < 3:
                 return self.function_does_step_work(callee, depth + 1)
             return False
-        if isinstance(call.func, cst.Name) and call.func.value == "self" and self.values.in_module_class(call):
+        if type(call.func) is cst.Name and call.func.value == "self" and self.values.in_module_class(call):
             return True  # `self(idx)` in `GPT.generate`: the module's own forward, once per generated token
-        if isinstance(call.func, (cst.Name, cst.Attribute, cst.Subscript)) and self.model.qualname(call.func) is None:
+        if type(call.func) in (cst.Name, cst.Attribute, cst.Subscript) and self.model.qualname(call.func) is None:
             v = self.values.value(call.func)
             if v.kind == MODULE:
                 return True
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value in api.FORWARD_METHODS \
+            if type(call.func) is cst.Attribute and call.func.attr.value in api.FORWARD_METHODS \
                     and self.values.value(call.func.value).kind == MODULE:
                 return True  # `model.decode(ys, memory)`: a step of generation
         return False
@@ -749,7 +749,7 @@ def _sources(iterable: cst.CSTNode) -> list[cst.CSTNode]:
     stack = [iterable]
     while stack:
         it = stack.pop()
-        if isinstance(it, cst.Call) and it.args and isinstance(it.func, (cst.Name, cst.Attribute)):
+        if type(it) is cst.Call and it.args and type(it.func) in (cst.Name, cst.Attribute):
             head = (dotted(it.func) or "").rsplit(".", 1)[-1]
             if head in _WRAPPERS or dotted(it.func) in _WRAPPERS:
                 if head == "zip":
@@ -766,9 +766,9 @@ def _sources(iterable: cst.CSTNode) -> list[cst.CSTNode]:
 def _over_model_tensors(sources: list) -> bool:
     """`model.parameters()`, `state_dict().items()`, `named_parameters()`: saving or copying tensors."""
     for source in sources:
-        while isinstance(source, cst.Call) and method_name(source) in ("items", "values", "keys"):
+        while type(source) is cst.Call and method_name(source) in ("items", "values", "keys"):
             source = source.func.value
-        if isinstance(source, cst.Call) and method_name(source) in (
+        if type(source) is cst.Call and method_name(source) in (
                 "parameters", "named_parameters", "buffers", "named_buffers", "state_dict", "modules",
                 "named_modules", "children", "param_groups"):
             return True
@@ -786,7 +786,7 @@ def _plots(model: FileModel, call: cst.Call) -> bool:
 
 def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """`a and b and c` -> [a, b, c]: each must hold for the block to run."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         return _conjuncts(test.left) + _conjuncts(test.right)
     return [test]
 
@@ -794,24 +794,24 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
 def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:
     """The branch a CUDA run never takes: `if x.device.type == "cpu":` (a fallback of a fused CUDA op), the
     else of `if x.is_cuda:` or of `if self.device == "cuda":` (a prefetcher's path for other devices)."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         test, holds = test.expression, not holds
-    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+    if type(test) is cst.Attribute and test.attr.value == "is_cuda":
         return not holds
-    if isinstance(test, cst.Call) and (dotted(test.func) or "").endswith("cuda.is_available"):
+    if type(test) is cst.Call and (dotted(test.func) or "").endswith("cuda.is_available"):
         return not holds  # the else of `if torch.cuda.is_available():`
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
         op, right = test.comparisons[0].operator, test.comparisons[0].comparator
         left = test.left
-        if isinstance(left, cst.Attribute) and left.attr.value == "type":
+        if type(left) is cst.Attribute and left.attr.value == "type":
             left = left.value
-        device = (left.attr.value if isinstance(left, cst.Attribute) else left.value if isinstance(left, cst.Name)
+        device = (left.attr.value if type(left) is cst.Attribute else left.value if type(left) is cst.Name
                   else "").endswith("device")  # `x.device.type`, `self.device`, `device`
-        if device and isinstance(right, cst.SimpleString) and right.evaluated_value in ("cpu", "cuda"):
+        if device and type(right) is cst.SimpleString and right.evaluated_value in ("cpu", "cuda"):
             cpu = right.evaluated_value == "cpu"  # (the else of `if self.device == "cuda":` is the fallback)
-            if isinstance(op, cst.Equal):
+            if type(op) is cst.Equal:
                 return holds == cpu
-            if isinstance(op, cst.NotEqual):
+            if type(op) is cst.NotEqual:
                 return holds != cpu
     return False
 
@@ -819,8 +819,8 @@ def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:
 def _receiver(call: cst.Call) -> str:
     """The lowercased dotted receiver of a method call (`self.optimizers` for `self.optimizers["critic"].step()`),
     "" for anything else."""
-    head = call.func.value if isinstance(call.func, cst.Attribute) else None
-    if isinstance(head, cst.Subscript):
+    head = call.func.value if type(call.func) is cst.Attribute else None
+    if type(head) is cst.Subscript:
         head = head.value
     return (dotted(head) or "").lower() if head is not None else ""
 
@@ -828,27 +828,27 @@ def _receiver(call: cst.Call) -> str:
 def _last_statement(node: cst.CSTNode) -> cst.BaseStatement | None:
     """The last statement of a loop's or an `if`'s indented body."""
     body = getattr(node, "body", None)
-    return body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else None
+    return body.body[-1] if type(body) is cst.IndentedBlock and body.body else None
 
 
 def _ends_in_break(node: cst.CSTNode) -> bool:
     """A loop whose body ends in an unconditional `break` runs its body at most once (vits' evaluate takes
     the first batch of the eval loader and leaves)."""
     last = _last_statement(node)
-    return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Break) for s in last.body)
+    return type(last) is cst.SimpleStatementLine and any(type(s) is cst.Break for s in last.body)
 
 
 def _breaks_after_few(loop: cst.CSTNode) -> bool:
     """`for bib in range(len(batch)): ...; if bib >= 5: break` (StyleTTS2's audio samples after validation): the
     body ends by leaving once the loop's own counter reaches a small constant."""
     last = _last_statement(loop)
-    if not isinstance(loop, cst.For) or not isinstance(loop.target, cst.Name) or not isinstance(last, cst.If) \
-            or last.orelse is not None or not isinstance(last.test, cst.Comparison) or len(last.test.comparisons) != 1:
+    if type(loop) is not cst.For or type(loop.target) is not cst.Name or type(last) is not cst.If \
+            or last.orelse is not None or type(last.test) is not cst.Comparison or len(last.test.comparisons) != 1:
         return False
     test, comparison = last.test, last.test.comparisons[0]
     bound = int_value(comparison.comparator)
-    return isinstance(test.left, cst.Name) and test.left.value == loop.target.value \
-        and isinstance(comparison.operator, (cst.GreaterThan, cst.GreaterThanEqual, cst.Equal)) \
+    return type(test.left) is cst.Name and test.left.value == loop.target.value \
+        and type(comparison.operator) in (cst.GreaterThan, cst.GreaterThanEqual, cst.Equal) \
         and bound is not None and bound <= _SMALL_RANGE and _ends_in_break(last)
 
 
@@ -856,17 +856,17 @@ def _every_k(gate: Frame) -> bool:
     """`if step % k == 0:` (every k-th iteration), as opposed to `if i == 0:` (once). A flag set from such a
     test (`regularize = i % k == 0` ... `if regularize:`) is a gate too, but an extra update every k steps
     beside the loop's own step (a lazy regularisation), not the loop's step."""
-    return any(isinstance(n.operator, cst.Modulo) for n in _nodes(gate.node.test, cst.BinaryOperation))
+    return any(type(n.operator) is cst.Modulo for n in _nodes(gate.node.test, cst.BinaryOperation))
 
 
 def _gate_over(gate: Frame, loop: Frame) -> bool:
     """Whether a gate's condition takes every k-th iteration of an inner loop by its own index (`for i, blk
     in ...: if i % 2 == 0:`): still every step. `if t == n - 1:` stays a gate (once per loop)."""
-    if not any(isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Modulo)
+    if not any(type(n) is cst.BinaryOperation and type(n.operator) is cst.Modulo
                for n in _nodes(gate.node.test, cst.BinaryOperation)):
         return False
     node = loop.node
-    target = node.target if isinstance(node, cst.For) else getattr(getattr(node, "for_in", None), "target", None)
+    target = node.target if type(node) is cst.For else getattr(getattr(node, "for_in", None), "target", None)
     if target is None:
         return False
     names = {n.value for n in _names(gate.node.test)}
@@ -885,9 +885,9 @@ def _nodes(node: cst.CSTNode, node_type: type) -> list:
 
 def _header(node: cst.CSTNode) -> cst.CSTNode:
     """The part of a loop to show in evidence: its iterable, or a while loop's condition."""
-    if isinstance(node, cst.For):
+    if type(node) is cst.For:
         return node.iter
-    if isinstance(node, cst.While):
+    if type(node) is cst.While:
         return node.test
     return node.for_in.iter if hasattr(node, "for_in") else node
 

@@ -179,46 +179,46 @@ class Values:
         return site if site is not None else (self.model.frame, self.model.order)
 
     def _value(self, node: cst.CSTNode) -> Value:
-        if isinstance(node, cst.Name):
+        kind = type(node)  # not isinstance: an ABC check is a Python call, and every node type here is concrete
+        if kind is cst.Name:
             return self.name(node.value, node)
-        if isinstance(node, cst.Attribute):
+        if kind is cst.Attribute:
             return self.attribute(node)
-        if isinstance(node, cst.Call):
+        if kind is cst.Call:
             return self.call(node)
-        if isinstance(node, cst.BinaryOperation):
-            if isinstance(node.operator, cst.MatrixMultiply):
+        if kind is cst.BinaryOperation:
+            if type(node.operator) is cst.MatrixMultiply:
                 return self.combine(node, [node.left, node.right], keep_origin=False)
             return self.combine(node, [node.left, node.right])
-        if isinstance(node, cst.UnaryOperation):
-            if isinstance(node.operator, cst.Not):
+        if kind is cst.UnaryOperation:
+            if type(node.operator) is cst.Not:
                 return NUMBER_VALUE
             return self.value(node.expression)
-        if isinstance(node, cst.Comparison):
-            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+        if kind is cst.Comparison:
+            if any(type(c.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for c in node.comparisons):
                 return NUMBER_VALUE
             return self.combine(node, [node.left, *(c.comparator for c in node.comparisons)], keep_origin=False,
                                 numbers=True)
-        if isinstance(node, cst.BooleanOperation):
+        if kind is cst.BooleanOperation:
             return join([self.value(node.left), self.value(node.right)])
-        if isinstance(node, cst.Subscript):
+        if kind is cst.Subscript:
             return self.subscript(node)
-        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+        if kind in (cst.Integer, cst.Float, cst.Imaginary):
             return NUMBER_VALUE
-        if isinstance(node, (cst.SimpleString, cst.FormattedString)):
+        if kind in (cst.SimpleString, cst.FormattedString):
             device, why = self.device_of(node)  # "cuda:0", f"cuda:{rank}": a device, written as a string
             return Value(DEVICE, device, why) if device is not None else OTHER_VALUE
-        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Dict,
-                             cst.DictComp, cst.Set, cst.SetComp, cst.Lambda)):
+        if kind in (cst.ConcatenatedString, cst.Dict, cst.DictComp, cst.Set, cst.SetComp, cst.Lambda):
             return OTHER_VALUE
-        if isinstance(node, (cst.Tuple, cst.List)):
-            items = tuple(self.value(e.value) if not isinstance(e, cst.StarredElement) else UNKNOWN
+        if kind in (cst.Tuple, cst.List):
+            items = tuple(self.value(e.value) if type(e) is not cst.StarredElement else UNKNOWN
                           for e in node.elements)
             return Value(OTHER, items=items, element=join(list(items)) if items else None)
-        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+        if kind in (cst.ListComp, cst.GeneratorExp):
             return Value(OTHER, element=self.value(node.elt))
-        if isinstance(node, cst.IfExp):
+        if kind is cst.IfExp:
             return join([self.value(node.body), self.value(node.orelse)])
-        if isinstance(node, cst.NamedExpr):
+        if kind is cst.NamedExpr:
             return self.value(node.value)
         return UNKNOWN
 
@@ -294,7 +294,7 @@ class Values:
 
     def reaching_bindings(self, node: cst.CSTNode) -> list[Binding] | None:
         """For a name, the bindings that may give it its value where it is read."""
-        if not isinstance(node, cst.Name):
+        if type(node) is not cst.Name:
             return None
         frame, order = self._site(node)
         scope = frame.scope
@@ -371,10 +371,10 @@ class Values:
         return UNKNOWN
 
     def annotation(self, node: cst.CSTNode) -> Value:
-        if isinstance(node, cst.Subscript):  # Optional[torch.Tensor], list[Tensor]
+        if type(node) is cst.Subscript:  # Optional[torch.Tensor], list[Tensor]
             base = self.model.qualname(node.value) or dotted(node.value) or ""
             if base.rsplit(".", 1)[-1] == "Optional" and len(node.slice) == 1 \
-                    and isinstance(node.slice[0].slice, cst.Index):
+                    and type(node.slice[0].slice) is cst.Index:
                 return self.annotation(node.slice[0].slice.value)
             return OTHER_VALUE
         qual = self.model.qualname(node) or dotted(node) or ""
@@ -417,14 +417,17 @@ class Values:
         """The function of this file an expression names at a place: `f`, `self.m`, `Cls.m`, `Cls` (its
         `__init__`), `agent.act` of an instance of a class of this file."""
         frame, order = self._site(site)
-        if isinstance(func, cst.Name):
+        kind = type(func)
+        if kind is cst.Name:
             found = self._bound_callable(func.value, frame, order)
             if isinstance(found, FunctionInfo):
                 return found
             if isinstance(found, ClassInfo):
                 return self.method(found, "__init__")
             return None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        if kind is not cst.Attribute:
+            return None
+        if type(func.value) is cst.Name:
             head, attr = func.value.value, func.attr.value
             if head in ("self", "cls"):
                 cls = _class_of(frame)
@@ -432,10 +435,9 @@ class Values:
             found = self._bound_callable(head, frame, order)
             if isinstance(found, ClassInfo):
                 return self.method(found, attr)
-        if isinstance(func, cst.Attribute):
-            cls = self.instance_class(func.value)  # `agent.get_action(x)`, agent = Agent(envs).to(device)
-            if cls is not None:
-                return self.method(cls, func.attr.value)
+        cls = self.instance_class(func.value)  # `agent.get_action(x)`, agent = Agent(envs).to(device)
+        if cls is not None:
+            return self.method(cls, func.attr.value)
         return None
 
     def passed(self) -> dict[FunctionInfo, list[cst.CSTNode]]:
@@ -468,18 +470,18 @@ class Values:
         values are being worked out."""
         if depth > 4:
             return None
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             func = expr.func
-            if isinstance(func, cst.Name):
+            if type(func) is cst.Name:
                 found = self._bound_callable(func.value, *self._site(expr))
                 return found if isinstance(found, ClassInfo) else None
-            if isinstance(func, cst.Attribute) and func.attr.value in api.MODULE_SELF_METHODS:
+            if type(func) is cst.Attribute and func.attr.value in api.MODULE_SELF_METHODS:
                 return self.instance_class(func.value, depth + 1)  # `Net().to(device)`, `.eval()`
             return None
         bindings = None
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             bindings = self.reaching(expr.value, *self._site(expr))
-        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        elif type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
             function = self._site(expr)[0].function
             cls = function.cls if function is not None else None
             bindings = cls.attrs.get(expr.attr.value) if cls is not None else None
@@ -518,7 +520,7 @@ class Values:
         if param.star in ("*", "**"):
             return OTHER_VALUE  # *args, **kwargs: a tuple, a dict
         values = [self.value(a) for a in self.arguments(info, param)]
-        if param.default is not None and not (isinstance(param.default, cst.Name) and param.default.value == "None"):
+        if param.default is not None and not (type(param.default) is cst.Name and param.default.value == "None"):
             values.append(self.value(param.default))
         known = [v for v in values if v.kind is not None or v.device is not None]
         if annotated.kind is not None:  # the annotation says what; the call sites may say more (which loader)
@@ -620,15 +622,15 @@ class Values:
         """`self.transformer.h` of `nn.ModuleDict(dict(h=nn.ModuleList(...), ...))` or of a dict literal:
         the submodule under that key, living where its container lives."""
         origin = container.origin
-        if not isinstance(origin, cst.Call) or not origin.args \
+        if type(origin) is not cst.Call or not origin.args \
                 or self.model.qualname(origin.func) not in ("torch.nn.ModuleDict", "torch.nn.ParameterDict"):
             return None
         entries = origin.args[0].value
         found = None
-        if isinstance(entries, cst.Dict):
-            found = next((e.value for e in entries.elements if isinstance(e, cst.DictElement)
-                          and isinstance(e.key, cst.SimpleString) and e.key.evaluated_value == key), None)
-        elif isinstance(entries, cst.Call) and isinstance(entries.func, cst.Name) and entries.func.value == "dict":
+        if type(entries) is cst.Dict:
+            found = next((e.value for e in entries.elements if type(e) is cst.DictElement
+                          and type(e.key) is cst.SimpleString and e.key.evaluated_value == key), None)
+        elif type(entries) is cst.Call and type(entries.func) is cst.Name and entries.func.value == "dict":
             found = next((a.value for a in entries.args if a.keyword is not None and a.keyword.value == key), None)
         if found is None:
             return None
@@ -639,31 +641,31 @@ class Values:
     def default_truth(self, test: cst.BaseExpression) -> bool | None:
         """Whether a condition holds when the code runs with its defaults (`self.objective == "pred_v"` where
         `__init__(..., objective="pred_v")` sets it); None where the code does not say."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             inner = self.default_truth(test.expression)
             return None if inner is None else not inner
-        if isinstance(test, cst.BooleanOperation):
+        if type(test) is cst.BooleanOperation:
             left, right = self.default_truth(test.left), self.default_truth(test.right)
-            if isinstance(test.operator, cst.And):
+            if type(test.operator) is cst.And:
                 return False if False in (left, right) else (True if left and right else None)
             return True if True in (left, right) else (False if left is False and right is False else None)
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        if type(test) is cst.Comparison and len(test.comparisons) == 1:
             op = test.comparisons[0].operator
             left, right = self.default_of(test.left), self.default_of(test.comparisons[0].comparator)
             if left is _NO_DEFAULT and type(right) in (int, float) and self._counts_up(test.left):
                 # `epoch < args.warm_epoch` with a default of 0: a loop counter over a range is never below 0
-                if isinstance(op, (cst.LessThan, cst.GreaterThanEqual)) and right <= 0 \
-                        or isinstance(op, (cst.LessThanEqual, cst.GreaterThan)) and right < 0:
-                    return isinstance(op, (cst.GreaterThanEqual, cst.GreaterThan))
+                if type(op) in (cst.LessThan, cst.GreaterThanEqual) and right <= 0 \
+                        or type(op) in (cst.LessThanEqual, cst.GreaterThan) and right < 0:
+                    return type(op) in (cst.GreaterThanEqual, cst.GreaterThan)
             if left is _NO_DEFAULT or right is _NO_DEFAULT:
                 return None
             try:
-                if isinstance(op, (cst.Equal, cst.NotEqual)):
-                    return (left == right) == isinstance(op, cst.Equal)
-                if isinstance(op, (cst.In, cst.NotIn)):
-                    return (left in right) == isinstance(op, cst.In)
-                if isinstance(op, (cst.Is, cst.IsNot)):
-                    return (left is right) == isinstance(op, cst.Is)
+                if type(op) in (cst.Equal, cst.NotEqual):
+                    return (left == right) == (type(op) is cst.Equal)
+                if type(op) in (cst.In, cst.NotIn):
+                    return (left in right) == (type(op) is cst.In)
+                if type(op) in (cst.Is, cst.IsNot):
+                    return (left is right) == (type(op) is cst.Is)
                 order = _ORDER.get(type(op))  # `args.sample_every > 0` with a default of 0
                 if order is not None:
                     return order(left, right)
@@ -676,12 +678,12 @@ class Values:
     def _counts_up(self, node: cst.BaseExpression) -> bool:
         """A name that only a `for` over `range(...)` from a start of at least 0 (or `enumerate`'s index)
         binds: never negative."""
-        reaching = self.reaching_bindings(node) if isinstance(node, cst.Name) else None
+        reaching = self.reaching_bindings(node) if type(node) is cst.Name else None
         if not reaching:
             return False
         for b in reaching:
             it = b.value
-            if b.how != "for" or not isinstance(it, cst.Call) or not isinstance(it.func, cst.Name):
+            if b.how != "for" or type(it) is not cst.Call or type(it.func) is not cst.Name:
                 return False
             if it.func.value == "range" and not b.path:
                 start = int_value(it.args[0].value) if len(it.args) > 1 else 0
@@ -696,49 +698,49 @@ class Values:
         a name or a `self.` attribute assigned once from one of these; `_NO_DEFAULT` where not known."""
         if depth > 4:
             return _NO_DEFAULT
-        if isinstance(node, cst.BooleanOperation):  # `opt.instance_feat or opt.label_feat`, as Python computes it
+        if type(node) is cst.BooleanOperation:  # `opt.instance_feat or opt.label_feat`, as Python computes it
             left = self.default_of(node.left, depth + 1)
-            if left is _NO_DEFAULT or bool(left) == isinstance(node.operator, cst.Or):
+            if left is _NO_DEFAULT or bool(left) == (type(node.operator) is cst.Or):
                 return left
             return self.default_of(node.right, depth + 1)
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):  # `not args.no_batching`
+        if type(node) is cst.UnaryOperation and type(node.operator) is cst.Not:  # `not args.no_batching`
             inner = self.default_of(node.expression, depth + 1)
             return inner if inner is _NO_DEFAULT else not inner
-        if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
+        if type(node) in (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString):
             try:
                 return node.evaluated_value
             except Exception:
                 return _NO_DEFAULT
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("int", "float") \
+        if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in ("int", "float") \
                 and len(node.args) == 1:  # `int(version[0])`
             inner = self.default_of(node.args[0].value, depth + 1)
             try:
                 return _NO_DEFAULT if inner is _NO_DEFAULT else {"int": int, "float": float}[node.func.value](inner)
             except (TypeError, ValueError):
                 return _NO_DEFAULT
-        if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        if type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
             container, index = self.default_of(node.value, depth + 1), int_value(node.slice[0].slice.value)
             if isinstance(container, (str, tuple)) and index is not None and -len(container) <= index < len(container):
                 return container[index]
             return _NO_DEFAULT
         if self.model.qualname(node) == "torch.__version__":  # branches for old PyTorch releases do not run
             return api.TORCH_VERSION
-        if isinstance(node, cst.Call) and self.model.qualname(node.func) in api.EXPORT_ONLY_TESTS:
+        if type(node) is cst.Call and self.model.qualname(node.func) in api.EXPORT_ONLY_TESTS:
             return False  # `if torch.jit.is_scripting():`: eager training and inference take the other branch
-        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-            items = [self.default_of(e.value, depth + 1) for e in node.elements if isinstance(e, cst.Element)]
+        if type(node) in (cst.Tuple, cst.List, cst.Set):
+            items = [self.default_of(e.value, depth + 1) for e in node.elements if type(e) is cst.Element]
             return _NO_DEFAULT if _NO_DEFAULT in items else tuple(items)
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             if node.value in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[node.value]
             if node not in self.model.sites:
                 return _NO_DEFAULT
             bindings = self.reaching(node.value, *self._site(node))
-        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
+        elif type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self" \
                 and node in self.model.sites:
             cls = _class_of(self._site(node)[0])
             bindings = cls.attrs.get(node.attr.value) if cls is not None else None
-        elif isinstance(node, cst.Attribute) and (path := option_path(node)) is not None:  # `args.add_noise`,
+        elif type(node) is cst.Attribute and (path := option_path(node)) is not None:  # `args.add_noise`,
             return self.option_defaults().get(path, _NO_DEFAULT)  # `self.args.lr`, `cfg.MIXUP.ENABLE`
         else:
             return _NO_DEFAULT
@@ -754,9 +756,9 @@ class Values:
             return self.default_of(param.default, depth + 1)
         value = b.value
         for i in b.path if b.how == "assign" else ():  # `self.gr, self.autobalance = 1.0, autobalance`
-            value = value.elements[i].value if isinstance(value, cst.Tuple) and i < len(value.elements) \
-                and not isinstance(value.elements[i], cst.StarredElement) else None
-        if b.how == "assign" and value is not None and not isinstance(value, (cst.List, cst.Set)):  # lists grow
+            value = value.elements[i].value if type(value) is cst.Tuple and i < len(value.elements) \
+                and type(value.elements[i]) is not cst.StarredElement else None
+        if b.how == "assign" and value is not None and type(value) not in (cst.List, cst.Set):  # lists grow
             return self.default_of(value, depth + 1)
         return _NO_DEFAULT
 
@@ -775,7 +777,7 @@ class Values:
             derived: dict[str, list] = {}
             for assign in self.model.nodes(cst.Assign):
                 for target in assign.targets:
-                    path = option_path(target.target) if isinstance(target.target, cst.Attribute) else None
+                    path = option_path(target.target) if type(target.target) is cst.Attribute else None
                     if path is not None:
                         derived.setdefault(path, []).append(assign.value)
             for path in derived:
@@ -817,7 +819,7 @@ class Values:
         passes it by keyword (`return_list=False`, that no caller sets: the branch it guards does not run);
         `_NO_DEFAULT` otherwise. A caller that passes it by position is not seen."""
         passed, name = self.model.facts.flags_passed, param.name.value
-        if passed is None or name in passed or not (isinstance(param.default, cst.Name)
+        if passed is None or name in passed or not (type(param.default) is cst.Name
                                                     and param.default.value in ("True", "False")):
             return _NO_DEFAULT
         memo = self.model._memo
@@ -843,7 +845,7 @@ class Values:
             bindings = cls.attrs.get(attr)
             if bindings:
                 v = join([self.binding(b) for b in bindings])
-                if v.kind == MODULE or v.kind == TENSOR and isinstance(v.origin, cst.Call) \
+                if v.kind == MODULE or v.kind == TENSOR and type(v.origin) is cst.Call \
                         and self.model.qualname(v.origin.func) == "torch.nn.Parameter":
                     return _follows_module(v)  # a submodule or parameter lives wherever its owner is moved
                 return v
@@ -853,7 +855,7 @@ class Values:
 
     def subscript(self, node: cst.Subscript) -> Value:
         base = self.value(node.value)
-        if base.items is not None and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        if base.items is not None and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
             index = int_value(node.slice[0].slice.value)
             if index is not None and -len(base.items) <= index < len(base.items):
                 return base.items[index]
@@ -871,10 +873,10 @@ class Values:
         qual = self.model.qualname(func)
         if qual is not None:
             return self.qualified_call(qual, call)
-        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        last = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
         if last in _PASS_THROUGH and call.args and not call.args[0].keyword and self.callee(call) is None:
             return self.value(call.args[0].value)  # `tqdm(loader)`, `metric_logger.log_every(loader, ...)`
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             name = func.value
             frame, order = self._site(call)
             if name in api.BUILTIN_PYTHON and self.lookup(name, frame, order) is None:
@@ -891,7 +893,7 @@ class Values:
             if bound.kind == LOADER:
                 return bound
             return self.opaque(call)
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             method = func.attr.value
             callee = self.callee(call)  # self.helper(x), Cls.method(x)
             if callee is not None:
@@ -926,7 +928,7 @@ class Values:
             own = self.value(func)  # `self.fc(x)`: an attribute holding a module
             if own.kind == MODULE:
                 return self.module_output(call, own)
-            if own.kind is None and isinstance(func.value, cst.Name) and func.value.value == "self" \
+            if own.kind is None and type(func.value) is cst.Name and func.value.value == "self" \
                     and self.in_module_class(call):
                 if method in api.MODULE_API_METHODS:  # `self.named_children()`: the module's own API
                     return self.module_method(call, Value(MODULE), method)
@@ -966,7 +968,7 @@ class Values:
             if v.kind == MODULE and any(w in name for w in _MODULE_WRAPPING):
                 return Value(MODULE, v.device, v.why, origin=v.origin or call)
             if _constructs(call) and (arg.keyword is not None and arg.keyword.value == "device"
-                                      or isinstance(arg.value, (cst.Name, cst.Attribute))
+                                      or type(arg.value) in (cst.Name, cst.Attribute)
                                       and _device_word((dotted(arg.value) or "").rsplit(".", 1)[-1].lower())):
                 device, why = self.device_of(arg.value)  # `ReplayBuffer(..., device)`: it keeps its data there
                 if device == ON_DEVICE:
@@ -1089,16 +1091,16 @@ class Values:
             if kind in api.DEVICE_TYPES:
                 return (ON_HOST if kind == "cpu" else ON_DEVICE), (("`{}`", expr),)
             return None, ()
-        if isinstance(expr, cst.FormattedString):
+        if type(expr) is cst.FormattedString:
             first = expr.parts[0] if expr.parts else None
-            if isinstance(first, cst.FormattedStringText):
+            if type(first) is cst.FormattedStringText:
                 kind = first.value.split(":")[0]
                 if kind in api.DEVICE_TYPES:
                     return (ON_HOST if kind == "cpu" else ON_DEVICE), (("`{}`", expr),)
             return None, ()
-        if isinstance(expr, cst.Integer):
+        if type(expr) is cst.Integer:
             return ON_DEVICE, (("GPU index `{}`", expr),)
-        if isinstance(expr, cst.IfExp):
+        if type(expr) is cst.IfExp:
             truth = self.default_truth(expr.test)  # `"cuda" if torch.cuda.is_available() and allow_cuda else "cpu"`
             if truth is not None:  # with `allow_cuda = False`: the branch the defaults take
                 return self.device_of(expr.body if truth else expr.orelse)
@@ -1107,7 +1109,7 @@ class Values:
             if ON_DEVICE in (a, b):
                 return ON_DEVICE, (("`{}`", expr),)
             return (ON_HOST, wa) if a == b == ON_HOST else (None, ())
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             qual = self.model.qualname(expr.func)
             if qual == "torch.device" and expr.args:
                 device, why = self.device_of(expr.args[0].value)
@@ -1122,7 +1124,7 @@ class Values:
         v = self.value(expr)
         if v.kind == DEVICE and v.device is not None:
             return v.device, v.why or (("`{}`", expr),)
-        if v.kind in (NUMBER, DEVICE, None) and isinstance(expr, (cst.Name, cst.Attribute)):
+        if v.kind in (NUMBER, DEVICE, None) and type(expr) in (cst.Name, cst.Attribute):
             last = (dotted(expr) or "").rsplit(".", 1)[-1].lower()
             if _device_word(last):
                 return ON_DEVICE, (("`{}`", expr),)
@@ -1131,7 +1133,7 @@ class Values:
     def _device_option(self, expr: cst.CSTNode, depth: int = 0) -> tuple[str, tuple] | None:
         """`args.device` of `parser.add_argument("--device", default="cpu")`, or a name bound to it or to a
         choice the defaults settle: the device the program runs on unless told otherwise."""
-        path = option_path(expr) if isinstance(expr, cst.Attribute) else None
+        path = option_path(expr) if type(expr) is cst.Attribute else None
         if path is not None:
             default = self.option_defaults().get(path)
             kind = default.split(":")[0] if isinstance(default, str) else None
@@ -1139,10 +1141,10 @@ class Values:
                 return (ON_HOST if kind == "cpu" else ON_DEVICE), (("`{}` (the option defaults to %r)" % default,
                                                                     expr),)
             return None
-        reaching = self.reaching_bindings(expr) if isinstance(expr, cst.Name) and depth < 2 else None
+        reaching = self.reaching_bindings(expr) if type(expr) is cst.Name and depth < 2 else None
         if reaching and len(reaching) == 1 and reaching[0].how == "assign" and not reaching[0].path:
             value = reaching[0].value
-            if isinstance(value, cst.IfExp) and self.default_truth(value.test) is not None:
+            if type(value) is cst.IfExp and self.default_truth(value.test) is not None:
                 device, why = self.device_of(value)  # `device = "cuda" if ... and allow_cuda else "cpu"`
                 return (device, why) if device is not None else None
             return self._device_option(value, depth + 1) if value is not None else None
@@ -1321,7 +1323,7 @@ def _sized_on_host(v: Value) -> bool:
     if copied_to_host(v):
         return True
     origin = v.origin
-    return isinstance(origin, cst.Call) and f"torch.{(dotted(origin.func) or '').rsplit('.', 1)[-1]}" in api.FACTORIES
+    return type(origin) is cst.Call and f"torch.{(dotted(origin.func) or '').rsplit('.', 1)[-1]}" in api.FACTORIES
 
 
 def copied_to_host(v: Value) -> bool:
@@ -1359,12 +1361,12 @@ def _reaching(bindings: list[Binding], frame: Frame, order: int | None) -> list[
 def _exclusive(first: Frame, second: Frame) -> bool:
     """Whether code in `first` and code in `second` never both run: one in an `if`'s body, the other in
     its `else` (or `elif`)."""
-    bodies = {f.node: f for f in first.chain() if isinstance(f.node, cst.If)}
+    bodies = [f for f in first.chain() if type(f.node) is cst.If]
     if not bodies:
         return False
     for f in second.chain():
         if f.kind == "branch":
-            body = next((b for node, b in bodies.items() if node.orelse is f.node), None)
+            body = next((b for b in bodies if b.node.orelse is f.node), None)
             if body is not None and body.parent is f.parent:
                 return True
     return False
@@ -1424,7 +1426,7 @@ def element_of(v: Value) -> Value:
 def _dtype_argument(model: FileModel, call: cst.Call) -> bool:
     """A method call given a torch dtype (`x.cumsum(1, dtype=torch.float32)`, `x.to(torch.half)`)."""
     return any(model.qualname(a.value) in api.DTYPES for a in call.args
-               if isinstance(a.value, cst.Attribute))
+               if type(a.value) is cst.Attribute)
 
 
 # Where torchvision and timm keep their modules: `timm.data.Mixup`, `torchvision.transforms.*` are not.
@@ -1433,7 +1435,7 @@ _MODEL_PACKAGES = ("torchvision.models.", "torchvision.ops.", "timm.models.", "t
 
 def _constructs(node: cst.CSTNode) -> bool:
     """`Net(...)`, `models.ResNet(...)`: a call of a CamelCase name, which by convention makes an instance."""
-    if not isinstance(node, cst.Call):
+    if type(node) is not cst.Call:
         return False
     last = (dotted(node.func) or "").rsplit(".", 1)[-1]
     return last[:1].isupper() and any(c.islower() for c in last)
@@ -1460,7 +1462,7 @@ def option_path(node: cst.Attribute) -> str | None:
     """The option an attribute chain reads: "lr" for `args.lr` or `self.args.lr`, "MIXUP.ENABLE" for
     `cfg.MIXUP.ENABLE`; None when its root holds no options."""
     parts = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         if option_holder(node.value):
             return ".".join([node.attr.value, *reversed(parts)])
         parts.append(node.attr.value)
@@ -1470,6 +1472,6 @@ def option_path(node: cst.Attribute) -> str | None:
 
 def option_holder(node: cst.CSTNode) -> bool:
     """`args`, `opt` (a parsed command line), or `self.args`, `self.opt` (one kept by a trainer object)."""
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+    if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
         node = node.attr
-    return isinstance(node, cst.Name) and (node.value in OPTION_HOLDERS or node.value.endswith(OPTION_HOLDER_ENDINGS))
+    return type(node) is cst.Name and (node.value in OPTION_HOLDERS or node.value.endswith(OPTION_HOLDER_ENDINGS))

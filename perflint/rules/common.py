@@ -29,9 +29,9 @@ def trains(model: FileModel, node: cst.CSTNode) -> bool:
         found = False
         for call in find_all(node, cst.Call):
             func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+            if type(func) is cst.Attribute and func.attr.value == "backward":
                 found = True
-            elif isinstance(func, cst.Attribute) and func.attr.value == "step":
+            elif type(func) is cst.Attribute and func.attr.value == "step":
                 head = (dotted(func.value) or "").rsplit(".", 1)[-1].lower()
                 found = any(w in head for w in ("optim", "opt", "scaler"))
             elif model.qualname(func) == "torch.autograd.backward":

@@ -68,7 +68,7 @@ class EvalLoopRule(Rule):
 def _grad_off(call: cst.Call, model: FileModel) -> bool:
     """`torch.set_grad_enabled(False)`."""
     return model.call_name(call) in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled") and bool(call.args) \
-        and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "False"
+        and type(call.args[0].value) is cst.Name and call.args[0].value.value == "False"
 
 
 def switches_mode(model: FileModel) -> bool:

@@ -11,7 +11,7 @@ from perflint.tree import find_all
 
 
 def _is_false(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "False"
+    return type(expr) is cst.Name and expr.value == "False"
 
 
 def _grad_of(node: cst.BaseExpression) -> bool:
@@ -73,7 +73,7 @@ and `set_to_none=<variable>` is quiet too.
 
     def visit_Call(self, node: cst.Call, model: FileModel) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or _accumulates_into_grad(model):
+        if type(func) is not cst.Attribute or _accumulates_into_grad(model):
             return
         method = func.attr.value
         if method == "zero_grad":
@@ -87,14 +87,14 @@ and `set_to_none=<variable>` is quiet too.
                 self.report(model, node, replacement=node.with_changes(args=kept))
         elif model.in_loop and _grad_of(func.value) and _of_a_parameter(model, func.value) and (
                 method == "zero_" or method == "fill_" and node.args and
-                isinstance(node.args[0].value, (cst.Integer, cst.Float)) and
+                type(node.args[0].value) in (cst.Integer, cst.Float) and
                 node.args[0].value.evaluated_value == 0):
             self._manual.append(node)
 
     def visit_Assign(self, node: cst.Assign, model: FileModel) -> None:
         if _accumulates_into_grad(model):
             return
-        if model.in_loop and isinstance(node.value, cst.Call) and \
+        if model.in_loop and type(node.value) is cst.Call and \
                 model.call_name(node.value) in ("torch.zeros_like", "torch.zeros") and \
                 any(_grad_of(t.target) and _of_a_parameter(model, t.target) for t in node.targets):
             self._manual.append(node)
@@ -106,18 +106,18 @@ def _of_a_parameter(model: FileModel, grad: cst.BaseExpression) -> bool:
     module's attribute (`self.weight`). Not the gradient of an input (an adversarial `delta.grad.zero_()`
     in a PGD attack: one small fill, and no optimizer owns it)."""
     owner = grad.value
-    while isinstance(owner, cst.Attribute) and owner.attr.value in ("grad", "data"):
+    while type(owner) is cst.Attribute and owner.attr.value in ("grad", "data"):
         owner = owner.value
-    if isinstance(owner, cst.Attribute):
+    if type(owner) is cst.Attribute:
         return True
-    if not isinstance(owner, cst.Name):
+    if type(owner) is not cst.Name:
         return False
     name = owner.value
     if any(w in name.lower() for w in ("param", "weight", "bias")) or name in ("p", "w"):
         return True
     for frame in model.frame.loops():
         loop = frame.node
-        if isinstance(loop, cst.For) and name in {n.value for n in find_all(loop.target, cst.Name)}:
+        if type(loop) is cst.For and name in {n.value for n in find_all(loop.target, cst.Name)}:
             return "param" in model.module.code_for_node(loop.iter)
     return False
 

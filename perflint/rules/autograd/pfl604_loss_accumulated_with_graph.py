@@ -68,7 +68,7 @@ allocator, so no deterministic count shows them.
 """
 
     def _lossy(self, value: cst.BaseExpression, model: FileModel) -> bool:
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             name = dotted(value.func) or ""
             return module_call(model, value) is not None or "loss" in name.rsplit(".", 1)[-1].lower() \
                 or name.rsplit(".", 1)[-1] in ("criterion",)
@@ -78,17 +78,17 @@ allocator, so no deterministic count shows them.
     def finish(self, model: FileModel) -> None:
         """Decided after the walk: which loops are steps and which run over epochs needs the whole file."""
         for node in model.nodes(cst.AugAssign):
-            if isinstance(node.operator, cst.AddAssign):
+            if type(node.operator) is cst.AddAssign:
                 self._check(node, node.target, node.value, model)
         for node in model.nodes(cst.Assign):
             value = node.value
-            if len(node.targets) == 1 and isinstance(value, cst.BinaryOperation) and \
-                    isinstance(value.operator, cst.Add) and dotted(value.left) is not None and \
+            if len(node.targets) == 1 and type(value) is cst.BinaryOperation and \
+                    type(value.operator) is cst.Add and dotted(value.left) is not None and \
                     dotted(value.left) == dotted(node.targets[0].target):
                 self._check(node, node.targets[0].target, value.right, model)
         for node in model.calls:
             func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1:
+            if type(func) is cst.Attribute and func.attr.value == "append" and len(node.args) == 1:
                 self._check(node, func.value, node.args[0].value, model)
 
     def _check(self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression,
@@ -110,12 +110,12 @@ allocator, so no deterministic count shows them.
         """Whether the loop rebinds the collected name to a detached value before this line (`loss =
         loss.detach()`, `step_loss = reduce(loss).item()`): what is collected then holds no graph."""
         name = dotted(value)
-        if name is None or isinstance(value, cst.Call):
+        if name is None or type(value) is cst.Call:
             return False
         order = model.sites[node][1]
         for assign in find_all(loop, cst.Assign):
             if model.sites[assign][1] < order and any(dotted(t.target) == name for t in assign.targets) \
-                    and isinstance(assign.value, cst.Call) \
+                    and type(assign.value) is cst.Call \
                     and (method_name(assign.value) or dotted(assign.value.func)) in _DETACHING:
                 return True
         return False
@@ -130,7 +130,7 @@ allocator, so no deterministic count shows them.
                 continue
             for assign in find_all(loop.node, cst.Assign):
                 value = assign.value
-                grows = isinstance(value, cst.BinaryOperation) and dotted(value.left) == acc
+                grows = type(value) is cst.BinaryOperation and dotted(value.left) == acc
                 if not grows and any(dotted(t.target) == acc for t in assign.targets):
                     return True
         return False
@@ -139,7 +139,7 @@ allocator, so no deterministic count shows them.
         """Whether the accumulator, or a name computed from it, is backpropagated in the scope."""
         receivers: set[str] = set()
         for call in find_all(scope, cst.Call):
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+            if type(call.func) is cst.Attribute and call.func.attr.value == "backward":
                 receivers |= _names(call.func.value)
             elif dotted(call.func) in ("torch.autograd.backward", "autograd.backward") and call.args:
                 receivers |= _names(call.args[0].value)

@@ -17,9 +17,9 @@ def _behind_a_flag(model: FileModel) -> bool:
     """Inside `if <setting>:` (a name or an attribute, negated or not): the user asks for it."""
     for frame in model.frame.chain():
         node = frame.node
-        if isinstance(node, cst.If):
-            test = node.test.expression if isinstance(node.test, cst.UnaryOperation) else node.test
-            if isinstance(test, (cst.Name, cst.Attribute)):
+        if type(node) is cst.If:
+            test = node.test.expression if type(node.test) is cst.UnaryOperation else node.test
+            if type(test) in (cst.Name, cst.Attribute):
                 return True
     return False
 
@@ -67,7 +67,7 @@ behind a setting (`if cfg.detect_anomaly: ...`) is quiet: the user asks for it.
             return  # `if config.debug.detect_anomaly: set_detect_anomaly(True)`: switched on only on request
         if qual in _ANOMALY:
             arg = positional(node, 0) or keyword(node, "mode")
-            if arg is None or not (isinstance(arg.value, cst.Name) and arg.value.value == "True"):
+            if arg is None or not (type(arg.value) is cst.Name and arg.value.value == "True"):
                 return
         elif qual in _ANOMALY_CTX:
             pass

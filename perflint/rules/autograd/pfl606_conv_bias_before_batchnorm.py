@@ -12,7 +12,7 @@ _LOADS = ("state_dict", "pretrained", "checkpoint", "torch.load", "load_weights"
 
 
 def _statements(body) -> list:
-    return [s for s in getattr(body, "body", ()) if isinstance(s, cst.SimpleStatementLine)]
+    return [s for s in getattr(body, "body", ()) if type(s) is cst.SimpleStatementLine]
 
 
 class ConvBiasBeforeBatchNorm(Rule):
@@ -63,13 +63,13 @@ the biases). Select it (`--select PFL606`) for a new model trained from scratch.
         self._pending: list[list] = []  # per open class: [(conv Call, conv attr, bn attr)]
 
     def _biased_conv(self, expr, model: FileModel) -> bool:
-        if not isinstance(expr, cst.Call) or model.call_name(expr) not in _CONVS:
+        if type(expr) is not cst.Call or model.call_name(expr) not in _CONVS:
             return False
         arg = keyword(expr, "bias") or positional(expr, 7)
-        return arg is None or isinstance(arg.value, cst.Name) and arg.value.value == "True"
+        return arg is None or type(arg.value) is cst.Name and arg.value.value == "True"
 
     def _norm(self, expr, model: FileModel) -> bool:
-        return isinstance(expr, cst.Call) and model.call_name(expr) in _NORMS
+        return type(expr) is cst.Call and model.call_name(expr) in _NORMS
 
     def _check_sequence(self, exprs: list, model: FileModel) -> None:
         for a, b in zip(exprs, exprs[1:]):
@@ -96,7 +96,7 @@ the biases). Select it (`--select PFL606`) for a new model trained from scratch.
             self._check_sequence([a.value for a in node.args if a.keyword is None and not a.star], model)
 
     def visit_List(self, node: cst.List, model: FileModel) -> None:
-        self._check_sequence([e.value for e in node.elements if isinstance(e, cst.Element)], model)
+        self._check_sequence([e.value for e in node.elements if type(e) is cst.Element], model)
 
     def visit_ClassDef(self, node: cst.ClassDef, model: FileModel) -> None:
         self._pending.append([])
@@ -107,7 +107,7 @@ the biases). Select it (`--select PFL606`) for a new model trained from scratch.
         lines = _statements(node.body)
         for first, second in zip(lines, lines[1:]):
             a, b = first.body[0], second.body[0]
-            if isinstance(a, cst.Assign) and isinstance(b, cst.Assign) and len(a.targets) == 1 \
+            if type(a) is cst.Assign and type(b) is cst.Assign and len(a.targets) == 1 \
                     and len(b.targets) == 1 and self._biased_conv(a.value, model) and self._norm(b.value, model):
                 conv, bn = dotted(a.targets[0].target), dotted(b.targets[0].target)
                 if conv and bn and conv.startswith("self.") and bn.startswith("self."):
@@ -130,7 +130,7 @@ def _chained(cls: cst.ClassDef) -> set[tuple[str, str]]:
     class _Visit(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> None:
             outer = dotted(node.func)
-            if outer and node.args and isinstance(node.args[0].value, cst.Call):
+            if outer and node.args and type(node.args[0].value) is cst.Call:
                 inner = dotted(node.args[0].value.func)
                 if inner:
                     out.add((inner, outer))
@@ -139,12 +139,12 @@ def _chained(cls: cst.ClassDef) -> set[tuple[str, str]]:
             lines = _statements(node)
             for first, second in zip(lines, lines[1:]):
                 a, b = first.body[0], second.body[0]
-                if isinstance(a, cst.Assign) and len(a.targets) == 1 and isinstance(a.value, cst.Call) \
-                        and isinstance(a.targets[0].target, cst.Name):
+                if type(a) is cst.Assign and len(a.targets) == 1 and type(a.value) is cst.Call \
+                        and type(a.targets[0].target) is cst.Name:
                     var, inner = a.targets[0].target.value, dotted(a.value.func)
                     value = getattr(b, "value", None)
-                    if inner and isinstance(value, cst.Call) and value.args \
-                            and isinstance(value.args[0].value, cst.Name) and value.args[0].value.value == var:
+                    if inner and type(value) is cst.Call and value.args \
+                            and type(value.args[0].value) is cst.Name and value.args[0].value.value == var:
                         outer = dotted(value.func)
                         if outer:
                             out.add((inner, outer))

@@ -45,7 +45,7 @@ memory grows by about one gradient's worth, which can matter for a model that ba
         if qual is None or not qual.startswith("torch.optim.") or qual.rsplit(".", 1)[1] not in _OPTIMIZERS:
             return
         arg = keyword(node, "foreach")
-        if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False":
+        if arg is not None and type(arg.value) is cst.Name and arg.value.value == "False":
             kept = [a for a in node.args if a is not arg]
             if kept:
                 kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)

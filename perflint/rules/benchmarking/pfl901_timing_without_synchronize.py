@@ -64,8 +64,8 @@ lambda runs torch work.
         super().on_call(node, model, qual)
         if qual in TIMEIT:
             arg = keyword(node, "stmt") or positional(node, 0)
-            body = arg.value.body if arg is not None and isinstance(arg.value, cst.Lambda) else None
-            if isinstance(body, cst.Call) and torch_work(model, body, model.call_name(body)) is not None \
+            body = arg.value.body if arg is not None and type(arg.value) is cst.Lambda else None
+            if type(body) is cst.Call and torch_work(model, body, model.call_name(body)) is not None \
                     and not syncs_host(model, body, model.call_name(body)):
                 self.pending.append(node)
 

@@ -25,7 +25,7 @@ def syncs_host(model: FileModel, call: cst.Call, qual: str | None) -> bool:
     method = method_name(call)
     if method in _SYNC_METHODS:
         return True
-    return isinstance(call.func, cst.Name) and call.func.value in ("float", "int", "bool") and len(call.args) == 1 \
+    return type(call.func) is cst.Name and call.func.value in ("float", "int", "bool") and len(call.args) == 1 \
         and model.is_tensor(call.args[0].value)
 
 
@@ -33,7 +33,7 @@ def torch_work(model: FileModel, call: cst.Call, qual: str | None) -> str | None
     """For a call that queues device work (a torch op, a model's forward, `.backward()`, an optimizer
     step), a name for what it runs (the callee, or the method); else None."""
     method = method_name(call)
-    receiver = (dotted(call.func.value) or "").lower() if isinstance(call.func, cst.Attribute) else ""
+    receiver = (dotted(call.func.value) or "").lower() if type(call.func) is cst.Attribute else ""
     if method == "backward" or (method == "step" and "sched" not in receiver
                                 and ("optim" in receiver or model.kind(call.func.value) == OPTIMIZER)):
         return dotted(call.func) or method
@@ -101,15 +101,15 @@ class TimedRegionRule(FileFactsRule):
             return
         if syncs_host(model, node, qual):
             region.synced = True
-        elif work is None and isinstance(node.func, cst.Name) and qual is None \
+        elif work is None and type(node.func) is cst.Name and qual is None \
                 and node.func.value not in _BUILTINS and region.work:
             region.opaque = True
         elif work is not None:
             region.work.add(work)
             region.trains = region.trains or method_name(node) in ("backward", "step")
             for loop in model.loops[len(region.loops):]:
-                it = loop.iter if isinstance(loop, cst.For) else None
-                if it is not None and not (isinstance(it, cst.Call) and (model.call_name(it) or dotted(it.func)) in _REPEATS):
+                it = loop.iter if type(loop) is cst.For else None
+                if it is not None and not (type(it) is cst.Call and (model.call_name(it) or dotted(it.func)) in _REPEATS):
                     region.over_data = True
 
     def closed(self, end: cst.Call, region: TimedRegion, model: FileModel) -> cst.CSTNode | None:

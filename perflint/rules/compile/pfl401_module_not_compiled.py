@@ -139,7 +139,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
     def _on_device(model: FileModel, values: Values, call: cst.Call) -> bool:
         """Whether the model a call runs (or is handed to) lives on the device, or may in a program that uses one."""
         func = call.func
-        target = func.value if isinstance(func, cst.Attribute) and method_name(call) in api.FORWARD_METHODS else func
+        target = func.value if type(func) is cst.Attribute and method_name(call) in api.FORWARD_METHODS else func
         v = values.value(target)
         if v.kind != MODULE:  # handed to another file: the argument that is the model
             v = next((values.value(a.value) for a in call.args if values.value(a.value).kind == MODULE), v)
@@ -153,7 +153,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
         if model.qualname(func) is not None:
             return None, None
         method = None
-        if isinstance(func, cst.Attribute) and method_name(call) in api.FORWARD_METHODS:
+        if type(func) is cst.Attribute and method_name(call) in api.FORWARD_METHODS:
             v = values.value(func.value)
             method = method_name(call) if method_name(call) != "forward" else None
         else:
@@ -194,7 +194,7 @@ def _inside_a_module(model: FileModel, values: Values, origin: cst.CSTNode) -> b
 
 
 def _worth_compiling(model: FileModel, origin: cst.CSTNode) -> bool:
-    if not isinstance(origin, cst.Call):
+    if type(origin) is not cst.Call:
         return False
     qual = model.qualname(origin.func) or dotted(origin.func) or ""
     last = qual.rsplit(".", 1)[-1]
@@ -219,13 +219,13 @@ def _only_projection(model: FileModel, call: cst.Call) -> bool:
     layers = []
     for arg in call.args:
         value = arg.value
-        if arg.star == "*" and isinstance(value, (cst.List, cst.Tuple)):
+        if arg.star == "*" and type(value) in (cst.List, cst.Tuple):
             layers += [e.value for e in value.elements]
         elif not arg.star:
             layers.append(value)
         else:
             return False
-    names = [(model.qualname(v.func) or dotted(v.func) or "").rsplit(".", 1)[-1] if isinstance(v, cst.Call) else ""
+    names = [(model.qualname(v.func) or dotted(v.func) or "").rsplit(".", 1)[-1] if type(v) is cst.Call else ""
              for v in layers]
     return bool(names) and all(n in _PROJECTION for n in names)
 
@@ -265,9 +265,9 @@ def _chain(expr: cst.CSTNode):
     (a method's receiver, or a function's first argument: `DDP(Net())`)."""
     while True:
         yield expr
-        if not isinstance(expr, cst.Call):
+        if type(expr) is not cst.Call:
             return
-        if isinstance(expr.func, cst.Attribute):
+        if type(expr.func) is cst.Attribute:
             expr = expr.func.value
         elif expr.args:
             expr = expr.args[0].value

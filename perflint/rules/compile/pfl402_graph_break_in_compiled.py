@@ -48,10 +48,10 @@ graph; the rule does not read that setting. TorchScript functions are PFL405's b
 
     def visit_Call(self, node: cst.Call, model: FileModel) -> None:
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _BREAKING_METHODS:
+        if type(func) is cst.Attribute and func.attr.value in _BREAKING_METHODS:
             if model.torch_compiled() and model.kind(func.value) in ("tensor", None):
                 self.report(model, node, self.message.format(what=f"`.{func.attr.value}()`"))
-        elif isinstance(func, cst.Name) and func.value == "print" and not model.known("print") \
+        elif type(func) is cst.Name and func.value == "print" and not model.known("print") \
                 and model.torch_compiled():
             self.report(model, node, self.message.format(what="`print()`"))
 

@@ -47,7 +47,7 @@ which no deterministic count shows.
         self._callee: set[cst.Call] = set()  # compile calls whose result is called on the spot
 
     def visit_Call(self, node: cst.Call, model: FileModel) -> None:
-        if isinstance(node.func, cst.Call):
+        if type(node.func) is cst.Call:
             self._callee.add(node.func)
         if model.call_name(node) not in _COMPILE:
             return
@@ -58,7 +58,7 @@ which no deterministic count shows.
 
     def visit_Assign(self, node: cst.Assign, model: FileModel) -> None:
         value = node.value
-        if not (isinstance(value, cst.Call) and model.call_name(value) in _COMPILE and model.in_loop
+        if not (type(value) is cst.Call and model.call_name(value) in _COMPILE and model.in_loop
                 and not model.in_forward and len(node.targets) == 1):
             return
         name = dotted(node.targets[0].target)

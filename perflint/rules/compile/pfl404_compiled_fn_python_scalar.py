@@ -58,24 +58,24 @@ quiet.
 
     def visit_Assign(self, node: cst.Assign, model: FileModel) -> None:
         value = node.value
-        if isinstance(value, cst.Call) and model.call_name(value) in _COMPILE:
+        if type(value) is cst.Call and model.call_name(value) in _COMPILE:
             for t in node.targets:
                 name = dotted(t.target)
                 if name:
                     self.compiled.add(name)
-        elif self.compiled and model.in_loop and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+        elif self.compiled and model.in_loop and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name \
                 and self._changing(value, model):
             self.scalars.setdefault(model.loops[-1], set()).add(node.targets[0].target.value)
 
     def visit_For(self, node: cst.For, model: FileModel) -> None:
         it, target = node.iter, node.target
-        if not isinstance(it, cst.Call) or not isinstance(it.func, cst.Name):
+        if type(it) is not cst.Call or type(it.func) is not cst.Name:
             return
         names = set()
-        if it.func.value == "range" and isinstance(target, cst.Name):
+        if it.func.value == "range" and type(target) is cst.Name:
             names.add(target.value)
-        elif it.func.value == "enumerate" and isinstance(target, cst.Tuple) and target.elements \
-                and isinstance(target.elements[0].value, cst.Name):
+        elif it.func.value == "enumerate" and type(target) is cst.Tuple and target.elements \
+                and type(target.elements[0].value) is cst.Name:
             names.add(target.elements[0].value.value)
         if names:
             self.scalars[node] = names
@@ -85,25 +85,25 @@ quiet.
         live = set().union(*(self.scalars.get(loop, set()) for loop in model.loops))
         if not live:
             return False
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             return expr.value in live
-        if not isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Call)):
+        if type(expr) not in (cst.BinaryOperation, cst.UnaryOperation, cst.Call):
             return False
         used = False
         for node in find_all(expr, cst.BaseExpression):
-            if isinstance(node, cst.Name):
+            if type(node) is cst.Name:
                 if node.value in live:
                     used = True
                 elif model.kind(node) in (TENSOR, NDARRAY):
                     return False
-            elif isinstance(node, cst.Call):
+            elif type(node) is cst.Call:
                 name = model.qualname(node.func) or dotted(node.func) or ""
                 if name not in _SCALAR_FUNCS and not name.startswith("math."):
                     return False
-            elif isinstance(node, cst.Attribute):
+            elif type(node) is cst.Attribute:
                 if not (model.qualname(node) or "").startswith("math."):
                     return False
-            elif not isinstance(node, (cst.BinaryOperation, cst.UnaryOperation, cst.Integer, cst.Float)):
+            elif type(node) not in (cst.BinaryOperation, cst.UnaryOperation, cst.Integer, cst.Float):
                 return False
         return used
 

@@ -47,7 +47,7 @@ warm).
             self.report(model, node, self.message.format(func=qual))
 
     def visit_Decorator(self, node: cst.Decorator, model: FileModel) -> None:
-        if not isinstance(node.decorator, cst.Call):
+        if type(node.decorator) is not cst.Call:
             qual = model.qualname(node.decorator)
             if qual in _JIT:
                 self.report(model, node.decorator, self.message.format(func=qual))

@@ -17,7 +17,7 @@ def is_data_loader(model: FileModel, call: cst.Call) -> bool:
 
 def loop_source(model: FileModel, iterable: cst.BaseExpression) -> str | None:
     """The dotted name a loop really iterates: `enumerate(L)`, `tqdm(L)`, `iter(L)`, `zip(L, ...)` -> "L"."""
-    while isinstance(iterable, cst.Call) and iterable.args and isinstance(iterable.func, (cst.Name, cst.Attribute)):
+    while type(iterable) is cst.Call and iterable.args and type(iterable.func) in (cst.Name, cst.Attribute):
         head = (dotted(iterable.func) or "").rsplit(".", 1)[-1]
         if head not in ("enumerate", "tqdm", "iter", "zip", "trange", "track", "progress_bar"):
             return None
@@ -34,7 +34,7 @@ class DataLoaderRule(Rule):
         self._bound: set[cst.Call] = set()
 
     def visit_Assign(self, node: cst.Assign, model: FileModel) -> None:
-        if isinstance(node.value, cst.Call) and is_data_loader(model, node.value) and len(node.targets) == 1:
+        if type(node.value) is cst.Call and is_data_loader(model, node.value) and len(node.targets) == 1:
             self.loaders.append((node.value, dotted(node.targets[0].target)))
             self._bound.add(node.value)
 

@@ -48,5 +48,5 @@ process does not see.
             return
         for call, _ in self.loaders:
             arg = workers_arg(call)
-            if arg is None or isinstance(arg.value, cst.Integer) and arg.value.evaluated_value == 0:
+            if arg is None or type(arg.value) is cst.Integer and arg.value.evaluated_value == 0:
                 self.report(model, call)

@@ -68,7 +68,7 @@ iterator); the process start-ups themselves, the real cost, happen outside the p
             arg = workers_arg(call)
             if name is None or name not in self.epoch_used or arg is None or keyword(call, "persistent_workers"):
                 continue
-            literal = isinstance(arg.value, cst.Integer)
+            literal = type(arg.value) is cst.Integer
             if literal and arg.value.evaluated_value == 0:
                 continue
             n = arg.value.value if literal else "`" + model.module.code_for_node(arg.value) + "`"

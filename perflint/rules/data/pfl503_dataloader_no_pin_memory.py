@@ -69,7 +69,7 @@ batches it can be a wash.
 
     def visit_Call(self, node: cst.Call, model: FileModel) -> None:
         super().visit_Call(node, model)
-        if not self._loops or not isinstance(node.func, cst.Attribute):
+        if not self._loops or type(node.func) is not cst.Attribute:
             return
         move = device_move(model, node)
         if move is None or move.device == "cpu" or dotted(node.func) and dotted(node.func).endswith(".cpu"):
@@ -83,7 +83,7 @@ batches it can be a wash.
     def finish(self, model: FileModel) -> None:
         for call, name in self.loaders:
             arg = keyword(call, "pin_memory")
-            if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
+            if arg is not None and not (type(arg.value) is cst.Name and arg.value.value == "False"):
                 continue
             if name in self.moved or (None in self.moved and name not in self.iterated):
                 self.report(model, call, replacement=self._fixed(call, arg))

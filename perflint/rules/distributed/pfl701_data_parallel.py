@@ -83,7 +83,7 @@ def _ddp_helper(model: FileModel, call: cst.Call) -> bool:
     """`smart_DDP(model)`, `wrap_ddp(model)`: the project's own function that wraps a model in DDP, imported
     from one of its modules or defined here."""
     qual = model.qualname(call.func) or ""
-    if not qual and isinstance(call.func, cst.Name) and any(f.name == call.func.value for f in model.functions):
+    if not qual and type(call.func) is cst.Name and any(f.name == call.func.value for f in model.functions):
         qual = call.func.value
     return "ddp" in qual.rsplit(".", 1)[-1].lower() and not qual.startswith("torch.")
 
@@ -98,4 +98,4 @@ def _one_device(model: FileModel, call: cst.Call) -> bool:
     reaching = Values.of(model).reaching_bindings(value) or []
     if len(reaching) == 1 and reaching[0].how == "param" and reaching[0].target.default is not None:
         value = reaching[0].target.default  # `def initialize(self, gpu_ids=[0])`: its default
-    return isinstance(value, (cst.List, cst.Tuple)) and len(value.elements) == 1
+    return type(value) in (cst.List, cst.Tuple) and len(value.elements) == 1

@@ -9,7 +9,7 @@ from perflint.rule import Rule
 
 
 def _modulo(test: cst.BaseExpression) -> bool:
-    return any(isinstance(op.operator, cst.Modulo) for op in find_all(test, cst.BinaryOperation))
+    return any(type(op.operator) is cst.Modulo for op in find_all(test, cst.BinaryOperation))
 
 
 def _steps(model: FileModel, body: cst.CSTNode) -> bool:
@@ -102,7 +102,7 @@ none was judged right; select it where your runs accumulate gradients under DDP.
 
     def visit_With(self, node: cst.With, model: FileModel) -> None:
         for item in node.items:
-            if isinstance(item.item, cst.Call) and method_name(item.item) == "no_sync":
+            if type(item.item) is cst.Call and method_name(item.item) == "no_sync":
                 calls = [method_name(c) or dotted(c.func) for c in find_all(node.body, cst.Call)]
                 if "backward" in calls and all(c in ("backward", "scale") for c in calls):
                     self.report(model, item, self.backward_only)

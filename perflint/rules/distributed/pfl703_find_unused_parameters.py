@@ -49,5 +49,5 @@ therefore unsafe.
         if not is_ddp(model, node):
             return
         arg = keyword(node, "find_unused_parameters")
-        if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "True":
+        if arg is not None and type(arg.value) is cst.Name and arg.value.value == "True":
             self.report(model, arg, replacement=cst.Name("False"), fix_node=arg.value)

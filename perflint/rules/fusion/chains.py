@@ -89,9 +89,9 @@ class _Finder:
             if aug is not None and isinstance(aug.operator, tuple(_AUG)) and self._tensor(aug.target):
                 chain.ops += 1
                 chain.names.append(_AUG_NAMES.get(type(aug.operator), "op"))
-                if isinstance(aug.target, cst.Name):
+                if type(aug.target) is cst.Name:
                     self._absorb(aug.target, chain)
-            if assign is not None and isinstance(assign.targets[0].target, cst.Name):
+            if assign is not None and type(assign.targets[0].target) is cst.Name:
                 name = assign.targets[0].target.value
                 if self._reads_after(assign, frame, name) == 1:
                     chain.statements.append(assign)
@@ -114,7 +114,7 @@ class _Finder:
         name, operands = op
         self.seen.add(node)
         if name in _CASTS:  # `.float()` of a float32 tensor launches nothing: not counted, but its receiver's
-            if not self._count(operands[0], chain, frame) and isinstance(operands[0], cst.Name):  # ops are
+            if not self._count(operands[0], chain, frame) and type(operands[0]) is cst.Name:  # ops are
                 self._absorb(operands[0], chain)  # the chain's
             return True
         if not any(self._array(o) for o in operands):
@@ -131,7 +131,7 @@ class _Finder:
                 continue
             # `x * torch.rsqrt(x.pow(2).mean(-1) + eps)`: the pow's whole output is written, then read again by
             # the mean; fused, the mean reads x itself. The ops under a reduction belong to the chain.
-            inner = self._reduced(operand if not isinstance(operand, cst.Name) else self.values.source(operand))
+            inner = self._reduced(operand if type(operand) is not cst.Name else self.values.source(operand))
             if inner is not None and not self._rereads(inner, chain.root):
                 inner = None
             before, ops = chain.large, chain.ops
@@ -140,7 +140,7 @@ class _Finder:
                 chain.large += chain.large > before
                 chain.reduced += chain.ops - ops
                 continue
-            if isinstance(operand, cst.Name):
+            if type(operand) is cst.Name:
                 self._absorb(operand, chain)
         return True
 
@@ -158,7 +158,7 @@ class _Finder:
 
     def _reduced(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """For a reduction (`a.mean(-1)`, `torch.sum(a)`), what it reduces."""
-        if not isinstance(node, cst.Call):
+        if type(node) is not cst.Call:
             return None
         method = method_name(node)
         qual = self.model.qualname(node.func) or ""
@@ -168,7 +168,7 @@ class _Finder:
             inner = node.args[0].value
         else:
             return None
-        return self.values.source(inner) or inner if isinstance(inner, cst.Name) else inner
+        return self.values.source(inner) or inner if type(inner) is cst.Name else inner
 
     def _absorb(self, name: cst.Name, chain: Chain) -> None:
         """A name whose value an earlier chain computed, read only here: that chain continues into this."""
@@ -195,14 +195,14 @@ class _Finder:
 
     def _op(self, node: cst.CSTNode):
         """(name, operands) when node is an elementwise op on something that may be a tensor."""
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _OPERATORS):
+        if type(node) is cst.BinaryOperation and type(node.operator) in _OPERATORS:
             return _BINARY_NAMES.get(type(node.operator), "op"), [node.left, node.right]
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
             return "neg", [node.expression]
-        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 \
-                and isinstance(node.comparisons[0].operator, _COMPARE):
+        if type(node) is cst.Comparison and len(node.comparisons) == 1 \
+                and type(node.comparisons[0].operator) in _COMPARE:
             return "compare", [node.left, node.comparisons[0].comparator]
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             return self._elementwise_call(node)
         return None
 
@@ -216,7 +216,7 @@ class _Finder:
                 if last == "where" and len(args) == 3 and not self._same_data(args[0], args[1:]):
                     return last, args[1:]  # `torch.where(adj > 0, e, fill)`: the condition is other data
                 return last, args
-            if qual in ("torch.max", "torch.min") and len(args) == 2 and not isinstance(args[1], cst.Integer):
+            if qual in ("torch.max", "torch.min") and len(args) == 2 and type(args[1]) is not cst.Integer:
                 return last, args
             return None
         method = method_name(call)
@@ -235,9 +235,9 @@ class _Finder:
     # ---- shapes -------------------------------------------------------------------------------------------
     def _array(self, node: cst.CSTNode, depth: int = 0) -> bool:
         """A tensor with elements: not a number, not the 0-dim result of a reduction."""
-        if isinstance(node, (cst.Integer, cst.Float)):
+        if type(node) in (cst.Integer, cst.Float):
             return False
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             method = method_name(node)
             if method in _REDUCTIONS and not any(a.keyword is not None and a.keyword.value in ("dim", "axis")
                                                  or a.keyword is None for a in node.args):
@@ -248,20 +248,20 @@ class _Finder:
                     and _whole(node, 2 if last.endswith("quantile") else 1):
                 return False  # `torch.std(x, unbiased=True)`, `torch.quantile(x, 0.75)`: no dim, one number
             if qual in ("torch.tensor", "torch.as_tensor") and node.args \
-                    and isinstance(node.args[0].value, (cst.List, cst.Tuple, cst.Integer, cst.Float)):
+                    and type(node.args[0].value) in (cst.List, cst.Tuple, cst.Integer, cst.Float):
                 return False  # a constant of a few elements
             if _a_loss(node):
                 return False  # `F.mse_loss(a, b)`, `criterion(out, y)`: 0-dim with the default reduction
             if qual in api.LIKE_FACTORIES and node.args and depth < 3 and self._zero_dim(node.args[0].value):
                 return False  # `torch.ones_like(count)` of a reduction's 0-dim result
-        if isinstance(node, cst.Name) and depth < 3:
+        if type(node) is cst.Name and depth < 3:
             reaching = self.values.reaching_bindings(node) or []
             scalars = self._scalar_bindings()
             if reaching and scalars and all(b in scalars for b in reaching):
                 return False  # a loss this function calls `.backward()` on: one number
             if reaching and all(b.how in ("assign", "walrus") and not b.path for b in reaching):  # sources()
                 return any(self._array(b.value, depth + 1) for b in reaching)
-            if reaching and all(b.how == "assign" and b.path in ((), (0,)) and isinstance(b.value, cst.Call)
+            if reaching and all(b.how == "assign" and b.path in ((), (0,)) and type(b.value) is cst.Call
                                 and _a_loss(b.value) for b in reaching):
                 return False  # `loss_gen, per_scale = generator_loss(outputs)`: a loss comes first
         op = self._op(node) if depth < 4 else None
@@ -287,21 +287,21 @@ class _Finder:
                     target = call.args[0].value
                 else:
                     continue
-                if isinstance(target, cst.Name):
+                if type(target) is cst.Name:
                     self.scalars.update(self.values.reaching_bindings(target) or ())
         return self.scalars
 
     def _scalar_target(self, target: cst.CSTNode | None, frame: Frame) -> bool:
         """Whether an assignment's target binding holds one number (see _scalar_bindings)."""
-        if not isinstance(target, cst.Name):
+        if type(target) is not cst.Name:
             return False
         return any(b.target is target for b in frame.scope.bindings.get(target.value, ())
                    if b in self._scalar_bindings())
 
     def _zero_dim(self, node: cst.CSTNode) -> bool:
         """The 0-dim result of a whole-tensor reduction (`(t != pad).sum()`), or a name holding only that."""
-        sources = self.values.sources(node) if isinstance(node, cst.Name) else [node]
-        return bool(sources) and all(isinstance(s, cst.Call) and not self._array(s) and (
+        sources = self.values.sources(node) if type(node) is cst.Name else [node]
+        return bool(sources) and all(type(s) is cst.Call and not self._array(s) and (
             method_name(s) in _REDUCTIONS or (self.model.qualname(s.func) or "").rsplit(".", 1)[-1] in _REDUCTIONS)
             for s in sources)
 
@@ -316,11 +316,11 @@ class _Finder:
         return found
 
     def _large_uncached(self, node: cst.CSTNode, depth: int) -> bool:
-        if isinstance(node, (cst.Integer, cst.Float)):
+        if type(node) in (cst.Integer, cst.Float):
             return False
         if depth > 12:
             return self._array(node)  # too far to follow: what the value looks like here
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             sources = self.values.sources(node)
             if sources:
                 return any(self._large(s, depth + 1) for s in sources)
@@ -331,13 +331,13 @@ class _Finder:
             if reaching and all(b.how == "param" for b in reaching):  # passed in from elsewhere: unknown
                 return self.values.value(node).kind in (TENSOR, None)  # tensors count as large
             return self._array(node)
-        if isinstance(node, cst.Attribute):
-            if isinstance(node.value, cst.Name) and node.value.value == "self":
+        if type(node) is cst.Attribute:
+            if type(node.value) is cst.Name and node.value.value == "self":
                 return False  # a parameter, a buffer or a constant of the module
             return self._array(node)
-        if isinstance(node, cst.Subscript):
+        if type(node) is cst.Subscript:
             return self._large(node.value, depth + 1)
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             method = method_name(node)
             qual = self.model.qualname(node.func) or ""
             last = qual.rsplit(".", 1)[-1] if qual else method or ""
@@ -356,12 +356,12 @@ class _Finder:
             helper = self.values.callee(node)
             if helper is not None and helper.returns and helper.name != "__init__" and not helper.yields:
                 return any(self._large(r, depth + 1) for r in helper.returns)  # a helper of this file
-            if qual in _JOINS and node.args and isinstance(node.args[0].value, (cst.List, cst.Tuple)):
+            if qual in _JOINS and node.args and type(node.args[0].value) in (cst.List, cst.Tuple):
                 return any(self._large(e.value, depth + 1) for e in node.args[0].value.elements)  # `cat([a, a])`
         op = self._op(node)
         if op is not None:
             return any(self._large(o, depth + 1) for o in op[1])
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             args = [a.value for a in node.args if not a.star]
             if args and all(self._array(a) for a in args[:1]):
                 return any(self._large(a, depth + 1) for a in args)
@@ -377,16 +377,16 @@ class _Finder:
         for b in reaching:
             if b.how in ("assign", "walrus") and len(b.path) == 1 and isinstance(b.path[0], int):
                 value = b.value
-                tuples = [value] if isinstance(value, (cst.Tuple, cst.List)) else None
-                if tuples is None and isinstance(value, cst.Call):
+                tuples = [value] if type(value) in (cst.Tuple, cst.List) else None
+                if tuples is None and type(value) is cst.Call:
                     if self._reduction(value):  # `values, indices = torch.min(q, dim=1, keepdim=True)`
                         out.append(value)
                         continue
                     helper = self.values.callee(value)
                     if helper is not None and helper.returns and not helper.yields:
                         tuples = helper.returns
-                if not tuples or not all(isinstance(t, (cst.Tuple, cst.List)) and len(t.elements) > b.path[0]
-                                         and not any(isinstance(e, cst.StarredElement) for e in t.elements)
+                if not tuples or not all(type(t) in (cst.Tuple, cst.List) and len(t.elements) > b.path[0]
+                                         and not any(type(e) is cst.StarredElement for e in t.elements)
                                          for t in tuples):
                     return None
                 out.extend(t.elements[b.path[0]].value for t in tuples)
@@ -445,9 +445,9 @@ class _Finder:
         """Names read only for their shape or type: `x.shape`, `x.size()`, `torch.randn_like(x)`."""
         if self.shape_only is None:
             self.shape_only = {a.value for a in self.model.nodes(cst.Attribute)
-                               if a.attr.value in _SHAPE_ATTRS and isinstance(a.value, cst.Name)}
+                               if a.attr.value in _SHAPE_ATTRS and type(a.value) is cst.Name}
             for call in self.model.calls:
-                if call.args and isinstance(call.args[0].value, cst.Name) \
+                if call.args and type(call.args[0].value) is cst.Name \
                         and (self.model.qualname(call.func) or "").endswith("_like"):
                     self.shape_only.add(call.args[0].value)
         return self.shape_only
@@ -461,12 +461,12 @@ def _per_sample_shape(call: cst.Call) -> bool:
     for arg in rest:
         value = arg.value
         if arg.star:
-            while isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+            while type(value) is cst.BinaryOperation and type(value.operator) is cst.Multiply:
                 value = value.left
-            if not (isinstance(value, cst.Tuple) and len(value.elements) == 1):
+            if not (type(value) is cst.Tuple and len(value.elements) == 1):
                 return False
             value = value.elements[0].value
-        if not (isinstance(value, cst.Integer) and value.value == "1"):
+        if not (type(value) is cst.Integer and value.value == "1"):
             return False
     return True
 
@@ -474,10 +474,10 @@ def _per_sample_shape(call: cst.Call) -> bool:
 def _data_names(finder: "_Finder", node: cst.CSTNode, depth: int = 0) -> set:
     """The names whose data an expression reads through elementwise ops only (`(x - mean)` -> {x, mean};
     nothing through a matmul or a reduction)."""
-    if isinstance(node, cst.Name):  # the value it holds here: `y = y.square().mean(0)` is other data than y
+    if type(node) is cst.Name:  # the value it holds here: `y = y.square().mean(0)` is other data than y
         reaching = finder.values.reaching_bindings(node)
         return {id(b) for b in reaching} if reaching else {node.value}
-    if isinstance(node, cst.Attribute):
+    if type(node) is cst.Attribute:
         name = dotted(node)
         return {name} if name else set()
     op = finder._op(node) if depth < 8 else None
@@ -501,25 +501,25 @@ def _a_loss(call: cst.Call) -> bool:
     if not any(w in callee for w in api.LOSS_WORDS):
         return False
     reduction = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "reduction"), None)
-    return not (isinstance(reduction, cst.SimpleString) and reduction.evaluated_value == "none")
+    return not (type(reduction) is cst.SimpleString and reduction.evaluated_value == "none")
 
 
 def _few(node: cst.CSTNode) -> bool:
     """A literal dimension of at most 4 (a flag, a 2-D offset, an RGBA gain)."""
     try:
-        return isinstance(node, cst.Integer) and int(node.value, 0) <= 4
+        return type(node) is cst.Integer and int(node.value, 0) <= 4
     except ValueError:
         return False
 
 
 def _batch_size(node: cst.CSTNode) -> bool:
     """`b`, `bs`, `batch_size`, `self.batch_size`, `x.shape[0]`, `x.size(0)`, `len(x)`."""
-    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
+    if type(node) is cst.Subscript and type(node.value) is cst.Attribute and node.value.attr.value == "shape":
         index = node.slice[0].slice if len(node.slice) == 1 else None
-        return isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"
-    if isinstance(node, cst.Call):
+        return type(index) is cst.Index and type(index.value) is cst.Integer and index.value.value == "0"
+    if type(node) is cst.Call:
         if method_name(node) == "size":
-            return len(node.args) == 1 and isinstance(node.args[0].value, cst.Integer) and node.args[0].value.value == "0"
+            return len(node.args) == 1 and type(node.args[0].value) is cst.Integer and node.args[0].value.value == "0"
         return dotted(node.func) == "len"
     name = (dotted(node) or "").rsplit(".", 1)[-1].lower()
     return name in ("b", "bs", "n_batch", "nbatch") or "batch" in name and "batches" not in name
@@ -544,11 +544,11 @@ def _self_gated(model: FileModel, root: cst.CSTNode) -> bool:
         return " ".join(model.module.code_for_node(bare).split())
 
     for node in find_all(root, cst.BinaryOperation):
-        if not isinstance(node.operator, cst.Multiply):
+        if type(node.operator) is not cst.Multiply:
             continue
         for gate, other in ((node.left, node.right), (node.right, node.left)):
-            if isinstance(gate, cst.Call) and (dotted(gate.func) or "").rsplit(".", 1)[-1] == "sigmoid":
-                inner = gate.args[0].value if gate.args else gate.func.value if isinstance(gate.func, cst.Attribute) \
+            if type(gate) is cst.Call and (dotted(gate.func) or "").rsplit(".", 1)[-1] == "sigmoid":
+                inner = gate.args[0].value if gate.args else gate.func.value if type(gate.func) is cst.Attribute \
                     else None
                 if inner is not None and code(inner) == code(other):
                     return True
@@ -563,7 +563,7 @@ def _times_input(root: cst.CSTNode, gate: str) -> bool:
     if not calls:
         return False
     inside = {n for c in calls for a in c.args for n in find_all(a.value, cst.Name)}
-    callees = {c.func.value if isinstance(c.func, cst.Attribute) else c.func for c in find_all(root, cst.Call)}
+    callees = {c.func.value if type(c.func) is cst.Attribute else c.func for c in find_all(root, cst.Call)}
     outside = {n.value for n in find_all(root, cst.Name) if n not in inside and n not in callees}  # not `th`
     return bool({n.value for n in inside} & outside)  # in `th.tanh(...)`: a module, not data
 

@@ -15,7 +15,7 @@ _ELEMENTWISE_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.P
 def elementwise_kind(model: FileModel, node: cst.CSTNode) -> str | None:
     """"call" for an elementwise torch call or tensor method (`torch.tanh(x)`, `F.gelu(x)`, `x.sigmoid()`),
     "operator" for `a + b`, `a * b`, `-a`, ... that is not plain Python arithmetic; None otherwise."""
-    if isinstance(node, cst.Call):
+    if type(node) is cst.Call:
         qual = model.qualname(node.func)
         if qual is not None:
             head, _, last = qual.rpartition(".")
@@ -26,21 +26,21 @@ def elementwise_kind(model: FileModel, node: cst.CSTNode) -> str | None:
                 and not _python_scalar(model, node.func.value):
             return "call"
         return None
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _ELEMENTWISE_OPERATORS):
+    if type(node) is cst.BinaryOperation and type(node.operator) in _ELEMENTWISE_OPERATORS:
         return None if _python_scalar(model, node.left) and _python_scalar(model, node.right) else "operator"
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
         return None if _python_scalar(model, node.expression) else "operator"
     return None
 
 
 def _python_scalar(model: FileModel, node: cst.CSTNode) -> bool:
     """A number, or arithmetic on numbers and `math.*` names: `2 / math.pi`, `math.sqrt(2)`."""
-    if isinstance(node, (cst.Integer, cst.Float)):
+    if type(node) in (cst.Integer, cst.Float):
         return True
-    if isinstance(node, cst.BinaryOperation):
+    if type(node) is cst.BinaryOperation:
         return _python_scalar(model, node.left) and _python_scalar(model, node.right)
-    if isinstance(node, cst.UnaryOperation):
+    if type(node) is cst.UnaryOperation:
         return _python_scalar(model, node.expression)
-    target = node.func if isinstance(node, cst.Call) else node
+    target = node.func if type(node) is cst.Call else node
     qual = model.qualname(target)
     return qual is not None and qual.startswith("math.") or model.kind(node) == NUMBER

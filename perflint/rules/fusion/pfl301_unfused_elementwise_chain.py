@@ -118,11 +118,11 @@ def _counted(node: cst.CSTNode) -> bool:
     parameters or gradients (`for p in group["params"]`): iterations by the count, or one per parameter
     tensor. A loop over another list (a model's few output depths, `zip(self.depths, masks)`) runs a few
     times."""
-    if isinstance(node, cst.While):
+    if type(node) is cst.While:
         return True
-    if not isinstance(node, cst.For):
+    if type(node) is not cst.For:
         return False
-    return any(isinstance(c.func, cst.Name) and c.func.value == "range" for c in find_all(node.iter, cst.Call)) \
+    return any(type(c.func) is cst.Name and c.func.value == "range" for c in find_all(node.iter, cst.Call)) \
         or any(w in n.value for n in find_all(node.iter, (cst.Name, cst.SimpleString)) for w in ("param", "grad"))
 
 

@@ -71,10 +71,10 @@ the run (features of a whole dataset).
         name = dotted(node.targets[0].target)
         if name is None:
             return
-        values = [node.value.body, node.value.orelse] if isinstance(node.value, cst.IfExp) else [node.value]
+        values = [node.value.body, node.value.orelse] if type(node.value) is cst.IfExp else [node.value]
         for value in values:
-            if isinstance(value, cst.Call) and model.call_name(value) in _CAT and value.args \
-                    and isinstance(value.args[0].value, (cst.List, cst.Tuple)) \
+            if type(value) is cst.Call and model.call_name(value) in _CAT and value.args \
+                    and type(value.args[0].value) in (cst.List, cst.Tuple) \
                     and any(dotted(e.value) == name for e in value.args[0].value.elements) \
                     and not _read_elsewhere(model.loops[-1], node, name):
                 self._grown.append((value, name))

@@ -48,7 +48,7 @@ deliberate, reading each element on the host is not (it is also a sync per eleme
 
     def visit_Call(self, node: cst.Call, model) -> None:
         func = node.func
-        if isinstance(func, cst.Name) and func.value in _BUILTINS and not model.known(func.value) \
+        if type(func) is cst.Name and func.value in _BUILTINS and not model.known(func.value) \
                 and len(node.args) == 1 and node.args[0].keyword is None and model.is_tensor(node.args[0].value):
             arg = node.args[0].value
             name = dotted(arg) or "t"
@@ -57,28 +57,28 @@ deliberate, reading each element on the host is not (it is also a sync per eleme
 
     def visit_For(self, node: cst.For, model) -> None:
         it = node.iter
-        if isinstance(node.target, cst.Name) and model.is_tensor(it) and _scalar_use(node.body, node.target.value):
+        if type(node.target) is cst.Name and model.is_tensor(it) and _scalar_use(node.body, node.target.value):
             name = dotted(it) or "t"
             self.report(model, node, self.message.format(
                 what=f"for {node.target.value} in {name}: ... {node.target.value}.item() ...",
                 instead="a vectorised op on the whole tensor (masking, `torch.where`, reductions)"))
             return
-        if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range"
-                and isinstance(node.target, cst.Name) and isinstance(node.body, cst.IndentedBlock)
-                and len(node.body.body) == 1 and isinstance(node.body.body[0], cst.SimpleStatementLine)
+        if not (type(it) is cst.Call and type(it.func) is cst.Name and it.func.value == "range"
+                and type(node.target) is cst.Name and type(node.body) is cst.IndentedBlock
+                and len(node.body.body) == 1 and type(node.body.body[0]) is cst.SimpleStatementLine
                 and len(node.body.body[0].body) == 1):
             return
         stmt = node.body.body[0].body[0]
-        if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+        if type(stmt) is cst.Assign and len(stmt.targets) == 1:
             target = stmt.targets[0].target
-        elif isinstance(stmt, cst.AugAssign):
+        elif type(stmt) is cst.AugAssign:
             target = stmt.target
         else:
             return
         i = node.target.value
-        if not (isinstance(target, cst.Subscript) and len(target.slice) == 1
-                and isinstance(target.slice[0].slice, cst.Index)
-                and isinstance(target.slice[0].slice.value, cst.Name) and target.slice[0].slice.value.value == i):
+        if not (type(target) is cst.Subscript and len(target.slice) == 1
+                and type(target.slice[0].slice) is cst.Index
+                and type(target.slice[0].slice.value) is cst.Name and target.slice[0].slice.value.value == i):
             return
         name = dotted(target.value)
         if name is None or model.kind(target.value) != TENSOR or not _elementwise(stmt.value, i, name):
@@ -92,11 +92,11 @@ def _scalar_use(body, v: str) -> bool:
     """Whether a loop body reads its element as a Python number: `v.item()`, `float(v)`, `int(v)`, `bool(v)`."""
     for call in find_all(body, cst.Call):
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist") \
-                and isinstance(func.value, cst.Name) and func.value.value == v:
+        if type(func) is cst.Attribute and func.attr.value in ("item", "tolist") \
+                and type(func.value) is cst.Name and func.value.value == v:
             return True
-        if isinstance(func, cst.Name) and func.value in ("float", "int", "bool") and len(call.args) == 1 \
-                and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == v:
+        if type(func) is cst.Name and func.value in ("float", "int", "bool") and len(call.args) == 1 \
+                and type(call.args[0].value) is cst.Name and call.args[0].value.value == v:
             return True
     return False
 
@@ -104,10 +104,10 @@ def _scalar_use(body, v: str) -> bool:
 def _elementwise(expr, i: str, written: str) -> bool:
     """Arithmetic over names, numbers and `x[i]` only, never reading the written tensor at another index."""
     for n in find_all(expr, cst.CSTNode):
-        if isinstance(n, (cst.Call, cst.Lambda, cst.Await, cst.Yield, cst.ListComp, cst.GeneratorExp)):
+        if type(n) in (cst.Call, cst.Lambda, cst.Await, cst.Yield, cst.ListComp, cst.GeneratorExp):
             return False
-        if isinstance(n, cst.Subscript) and dotted(n.value) == written:
+        if type(n) is cst.Subscript and dotted(n.value) == written:
             index = n.slice[0].slice if len(n.slice) == 1 else None
-            if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Name) and index.value.value == i):
+            if not (type(index) is cst.Index and type(index.value) is cst.Name and index.value.value == i):
                 return False
     return True

@@ -43,13 +43,13 @@ tensors there, or leave the loop).
 """
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, model) -> None:
-        if isinstance(node.operator, cst.MatrixMultiply):
+        if type(node.operator) is cst.MatrixMultiply:
             self._check(node, node.left, node.right, model)
 
     def visit_Call(self, node: cst.Call, model) -> None:
         if model.call_name(node) in _MATMUL and len(node.args) == 2:
             self._check(node, node.args[0].value, node.args[1].value, model)
-        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("matmul", "mm") \
+        elif type(node.func) is cst.Attribute and node.func.attr.value in ("matmul", "mm") \
                 and model.qualname(node.func) is None and len(node.args) == 1:
             self._check(node, node.func.value, node.args[0].value, model)
 
@@ -57,13 +57,13 @@ tensors there, or leave the loop).
         if not model.in_hot_loop or model.in_compiled:
             return
         loop = model.loops[-1]
-        target, iterable = (loop.target, loop.iter) if isinstance(loop, cst.For) else \
+        target, iterable = (loop.target, loop.iter) if type(loop) is cst.For else \
             (loop.for_in.target, loop.for_in.iter) if hasattr(loop, "for_in") else (None, None)
         if target is None:
             return
         names = target_names(target)
-        indexed = isinstance(iterable, cst.Call) and dotted(iterable.func) == "range"
-        zipped = isinstance(iterable, cst.Call) and dotted(iterable.func) == "zip" and bool(iterable.args) \
+        indexed = type(iterable) is cst.Call and dotted(iterable.func) == "range"
+        zipped = type(iterable) is cst.Call and dotted(iterable.func) == "zip" and bool(iterable.args) \
             and all(model.kind(a.value) == TENSOR for a in iterable.args)
         bound = model.assigned_in(loop)
         kinds = [_operand(model, _definition(loop, e), names, indexed, zipped, bound) for e in (left, right)]
@@ -76,12 +76,12 @@ def _operand(model, expr, names: set[str], indexed: bool, zipped: bool, bound: s
     is `a[i]` in a `range` loop, or `a[..., i]` / `t[i]` of something that is surely a tensor (a tuple
     index, a known tensor): `states[i]` in `for i, p in enumerate(params)` is a list of differently
     shaped tensors that cannot be stacked."""
-    if isinstance(expr, cst.Subscript):
+    if type(expr) is cst.Subscript:
         base = dotted(expr.value)
         if base is None or base.split(".")[0] in bound - names:
             return None
-        indices = [e.slice.value for e in expr.slice if isinstance(e.slice, cst.Index)]
-        if any(isinstance(i, cst.Name) and i.value in names for i in indices):
+        indices = [e.slice.value for e in expr.slice if type(e.slice) is cst.Index]
+        if any(type(i) is cst.Name and i.value in names for i in indices):
             surely_tensor = len(expr.slice) > 1 or model.kind(expr.value) == TENSOR
             return "item" if indexed or surely_tensor else None
         return "fixed" if not any(n.value in bound for i in indices for n in _all_names(i)) else None
@@ -95,11 +95,11 @@ def _operand(model, expr, names: set[str], indexed: bool, zipped: bool, bound: s
 
 def _definition(loop, expr):
     """For a name assigned exactly once in the loop from a subscript (`h_i = h[:, i]`), that subscript."""
-    if not isinstance(expr, cst.Name):
+    if type(expr) is not cst.Name:
         return expr
     values = [a.value for a in find_all(loop, cst.Assign)
-              if any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in a.targets)]
-    return values[0] if len(values) == 1 and isinstance(values[0], cst.Subscript) else expr
+              if any(type(t.target) is cst.Name and t.target.value == expr.value for t in a.targets)]
+    return values[0] if len(values) == 1 and type(values[0]) is cst.Subscript else expr
 
 
 def _all_names(expr) -> list[cst.Name]:

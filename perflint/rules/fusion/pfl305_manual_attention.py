@@ -11,9 +11,9 @@ _PASS_THROUGH = {"masked_fill", "masked_fill_", "float", "half", "to", "type_as"
 
 
 def _matmul_operands(model, node):
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+    if type(node) is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
         return node.left, node.right
-    if isinstance(node, cst.Call):
+    if type(node) is cst.Call:
         if model.call_name(node) in _MATMUL and len(node.args) == 2:
             return node.args[0].value, node.args[1].value
         if method_name(node) == "matmul" and model.qualname(node.func) is None and len(node.args) == 1:
@@ -23,7 +23,7 @@ def _matmul_operands(model, node):
 
 def _strip(node):
     """`k.contiguous()`, `k.float()` -> `k`."""
-    while isinstance(node, cst.Call) and method_name(node) in ("contiguous", "float", "to", "type_as"):
+    while type(node) is cst.Call and method_name(node) in ("contiguous", "float", "to", "type_as"):
         node = node.func.value
     return node
 
@@ -31,27 +31,27 @@ def _strip(node):
 def _transposed(node) -> bool:
     """`k.transpose(-2, -1)`, `k.permute(...)`, `k.mT`, `k.T`, also followed by `.contiguous()`."""
     node = _strip(node)
-    if isinstance(node, cst.Attribute):
+    if type(node) is cst.Attribute:
         return node.attr.value in ("mT", "T")
-    return isinstance(node, cst.Call) and method_name(node) in ("transpose", "permute")
+    return type(node) is cst.Call and method_name(node) in ("transpose", "permute")
 
 
 def _arg(arg: cst.Arg) -> int | None:
     v = arg.value
-    if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus) \
-            and isinstance(v.expression, cst.Integer):
+    if type(v) is cst.UnaryOperation and type(v.operator) is cst.Minus \
+            and type(v.expression) is cst.Integer:
         return -int(v.expression.value)
-    return int(v.value) if isinstance(v, cst.Integer) else None
+    return int(v.value) if type(v) is cst.Integer else None
 
 
 def _cosine(model, query) -> bool:
     """`F.normalize(q, dim=-1) @ ...` (or `q = F.normalize(q)` first): cosine attention, as cross-covariance
     (XCA) uses over channels, where the "sequence" is the channel dimension and flash kernels do not apply."""
-    if isinstance(query, cst.Name):
+    if type(query) is cst.Name:
         from perflint.model.values import Values
 
         query = Values.of(model).source(query)
-    return isinstance(query, cst.Call) and (model.qualname(query.func) or "").endswith("normalize")
+    return type(query) is cst.Call and (model.qualname(query.func) or "").endswith("normalize")
 
 
 def _headless(model, query) -> bool:
@@ -59,10 +59,10 @@ def _headless(model, query) -> bool:
     for SDPA to work over."""
     from perflint.model.values import Values
 
-    source = Values.of(model).source(query, unpacked=True) if isinstance(query, cst.Name) else None
-    if isinstance(source, cst.Call) and method_name(source) == "unbind" and source.args:
+    source = Values.of(model).source(query, unpacked=True) if type(query) is cst.Name else None
+    if type(source) is cst.Call and method_name(source) == "unbind" and source.args:
         value = source.args[0].value
-        return isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus)
+        return type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus
     return False
 
 
@@ -73,7 +73,7 @@ def _one_query(model, query) -> bool:
 
     node, values = query, Values.of(model)
     for _ in range(4):  # through `q = q * self.scale` to where q is made
-        if not isinstance(node, cst.Name):
+        if type(node) is not cst.Name:
             return False
         node = values.source(node)
         if node is None:
@@ -82,8 +82,8 @@ def _one_query(model, query) -> bool:
             if method_name(call) in ("reshape", "view") and len(call.args) >= 3 and _arg(call.args[1]) == 1:
                 return True
         for sub in find_all(node, cst.Subscript):
-            if len(sub.slice) == 2 and isinstance(sub.slice[1].slice, cst.Index) \
-                    and isinstance(sub.slice[1].slice.value, cst.Integer):
+            if len(sub.slice) == 2 and type(sub.slice[1].slice) is cst.Index \
+                    and type(sub.slice[1].slice.value) is cst.Integer:
                 return True
         node = next((n for n in find_all(node, cst.Name) if n.value == query.value), None)
     return False
@@ -149,7 +149,7 @@ whose attention over full sequences is written by hand.
     def visit_Assign(self, node: cst.Assign, model) -> None:
         role = self._role(node.value, model)
         for t in node.targets:
-            if isinstance(t.target, cst.Name):
+            if type(t.target) is cst.Name:
                 if role is None:
                     self.roles[-1].pop(t.target.value, None)
                 else:
@@ -171,30 +171,30 @@ whose attention over full sequences is written by hand.
                 return
             probs = {n for n, r in self.roles[-1].items() if r == "probs"}
             for stmt in find_all(function, (cst.Return, cst.Assign)):
-                if isinstance(stmt, cst.Assign) and not any(isinstance(t.target, cst.Attribute) for t in stmt.targets):
+                if type(stmt) is cst.Assign and not any(type(t.target) is cst.Attribute for t in stmt.targets):
                     continue
                 value = stmt.value
-                values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
-                if any(isinstance(v, cst.Name) and v.value in probs for v in values):
+                values = [e.value for e in value.elements] if type(value) is cst.Tuple else [value]
+                if any(type(v) is cst.Name and v.value in probs for v in values):
                     return  # the probabilities are returned or stored: SDPA cannot give them
         self.report(model, node)
 
     def _role(self, node, model) -> str | None:
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             return self.roles[-1].get(node.value)
-        if _transposed(node) and not isinstance(node, cst.Call) or isinstance(node, cst.Call) \
+        if _transposed(node) and type(node) is not cst.Call or type(node) is cst.Call \
                 and method_name(node) == "transpose" and {_arg(a) for a in node.args} == {-1, -2}:
             return "keys"  # k.transpose(-2, -1) assigned to a name first
         operands = _matmul_operands(model, node)
         if operands is not None:
             right = _strip(operands[1])
-            keys = _transposed(right) or isinstance(right, cst.Name) and self.roles[-1].get(right.value) == "keys"
+            keys = _transposed(right) or type(right) is cst.Name and self.roles[-1].get(right.value) == "keys"
             if keys and (_cosine(model, operands[0]) or _headless(model, operands[0]) or _one_query(model, operands[0])):
                 return None  # cosine (cross-covariance) attention, q/k without a head dimension, one query: not SDPA's
             return "scores" if keys else None
-        if isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.BinaryOperation:
             return "scores" if "scores" in (self._role(node.left, model), self._role(node.right, model)) else None
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             if model.call_name(node) in _SOFTMAX and node.args:
                 return "probs" if self._role(node.args[0].value, model) == "scores" else None
             method = method_name(node)
@@ -202,7 +202,7 @@ whose attention over full sequences is written by hand.
                 return "probs" if self._role(node.func.value, model) == "scores" else None
             if method in _PASS_THROUGH and model.qualname(node.func) is None:
                 return self._role(node.func.value, model)
-            if len(node.args) == 1 and isinstance(node.func, cst.Attribute) \
+            if len(node.args) == 1 and type(node.func) is cst.Attribute \
                     and (dotted(node.func) or "").startswith("self."):
                 role = self._role(node.args[0].value, model)  # self.attn_drop(attn), self.rel_pos(attn)
                 return role if role in ("probs", "scores") else None

@@ -47,7 +47,7 @@ from the original only where the original lost precision.
             inner = node.args[0].value
         else:
             return
-        if not isinstance(inner, cst.Call):
+        if type(inner) is not cst.Call:
             return
         if model.call_name(inner) in _SOFTMAX:
             pass
@@ -57,6 +57,6 @@ from the original only where the original lost precision.
         else:
             return
         replacement = None
-        if isinstance(inner.func, cst.Attribute) and one_line(inner):
+        if type(inner.func) is cst.Attribute and one_line(inner):
             replacement = inner.with_changes(func=inner.func.with_changes(attr=cst.Name("log_softmax")))
         self.report(model, node, replacement=replacement)

@@ -8,10 +8,10 @@ _BROADCASTING = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.Power, cst
 
 
 def _int(node) -> int | None:
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         return int(node.value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
-            and isinstance(node.expression, cst.Integer):
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus \
+            and type(node.expression) is cst.Integer:
         return -int(node.expression.value)
     return None
 
@@ -23,27 +23,27 @@ def _expandable(call: cst.Call) -> bool:
     if not call.args or any(a.keyword is not None or a.star for a in call.args):
         return False
     factors = [a.value for a in call.args]
-    if len(factors) == 1 and isinstance(factors[0], (cst.Tuple, cst.List)):
+    if len(factors) == 1 and type(factors[0]) in (cst.Tuple, cst.List):
         factors = [e.value for e in factors[0].elements]
     k = len(factors)
     tiled = {p for p, f in enumerate(factors) if _int(f) != 1}
     if not tiled:
         return False
     receiver = call.func.value
-    if isinstance(receiver, cst.Call) and method_name(receiver) == "unsqueeze" and len(receiver.args) == 1:
+    if type(receiver) is cst.Call and method_name(receiver) == "unsqueeze" and len(receiver.args) == 1:
         d = _int(receiver.args[0].value)
         if d is None:
             return False
         if d < 0:
             return tiled == {k + d}  # counted from the right: the same dimension whatever the rank
         return d == 0 and tiled == {0}  # position 0 is the new dimension or a new leading one
-    if isinstance(receiver, cst.Subscript) and len(receiver.slice) == k:
+    if type(receiver) is cst.Subscript and len(receiver.slice) == k:
         nones = set()
         for p, element in enumerate(receiver.slice):
             s = element.slice
-            if isinstance(s, cst.Index) and isinstance(s.value, cst.Name) and s.value.value == "None":
+            if type(s) is cst.Index and type(s.value) is cst.Name and s.value.value == "None":
                 nones.add(p)
-            elif not (isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None):
+            elif not (type(s) is cst.Slice and s.lower is None and s.upper is None and s.step is None):
                 return False
         return bool(nones) and tiled <= nones
     return False
@@ -84,8 +84,8 @@ view would also write every repeated position at once.
 """
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, model) -> None:
-        if not isinstance(node.operator, _BROADCASTING):
+        if type(node.operator) not in _BROADCASTING:
             return
         for operand in (node.left, node.right):
-            if isinstance(operand, cst.Call) and method_name(operand) == "repeat" and _expandable(operand):
+            if type(operand) is cst.Call and method_name(operand) == "repeat" and _expandable(operand):
                 self.report(model, operand, self.message.format(what="along a size-1 dimension"))

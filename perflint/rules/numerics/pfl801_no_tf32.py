@@ -67,7 +67,7 @@ is checked only for computing the same result (`proof_metric` is empty).
             self.matmul = True
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, model: FileModel) -> None:
-        if isinstance(node.operator, cst.MatrixMultiply):
+        if type(node.operator) is cst.MatrixMultiply:
             self.matmul = True
 
     def check(self, model: FileModel) -> None:

@@ -57,7 +57,7 @@ is checked only for computing the same result (`proof_metric` is empty).
             return
         for index, name in enumerate(_LAYERS[qual.rsplit(".", 1)[1]]):
             arg = keyword(node, name) or positional(node, index)
-            if arg is not None and isinstance(arg.value, cst.Integer):
+            if arg is not None and type(arg.value) is cst.Integer:
                 size = int(arg.value.evaluated_value)
                 if size >= _SMALL and size % 8:
                     self.layers.append((node, size))

@@ -126,30 +126,30 @@ def _collect(model: FileModel) -> list[SyncSite]:
                 add(SyncSite(call, "PFL107", "torch.where(cond)", call.args[0].value))
             elif qual in ("torch.tensor", "torch.as_tensor", "torch.Tensor") and call.args:
                 data = call.args[0].value
-                if isinstance(data, (cst.List, cst.Tuple)) and data.elements:
+                if type(data) in (cst.List, cst.Tuple) and data.elements:
                     for element in data.elements:
                         add(SyncSite(call, "PFL108", qual, element.value))
-                elif isinstance(data, (cst.ListComp, cst.GeneratorExp)):
+                elif type(data) in (cst.ListComp, cst.GeneratorExp):
                     # one read per element: it runs as often as the comprehension's loop body
                     add(SyncSite(call, "PFL108", qual, data.elt, where=data.elt))
-        elif isinstance(func, cst.Name) and func.value == "synchronize" and not call.args:
+        elif type(func) is cst.Name and func.value == "synchronize" and not call.args:
             add(SyncSite(call, "PFL109", "synchronize", None, helper=True))  # `synchronize = torch.cuda.synchronize`
-        elif isinstance(func, cst.Name) and len(call.args) == 1 and not call.args[0].keyword \
+        elif type(func) is cst.Name and len(call.args) == 1 and not call.args[0].keyword \
                 and not call.args[0].star:
             if func.value in _CASTS:
                 add(SyncSite(call, "PFL104", func.value, call.args[0].value))
             elif func.value in _PRINTERS:
                 add(SyncSite(call, "PFL106", func.value, call.args[0].value))
-        called = qual.rsplit(".", 1)[-1] if qual is not None else func.value if isinstance(func, cst.Name) else None
+        called = qual.rsplit(".", 1)[-1] if qual is not None else func.value if type(func) is cst.Name else None
         if called in model.facts.read_backs and not (qual or "").startswith("torch.") \
                 and _device_argument(model, call):  # a helper ending in `.item()`: a wait, what follows is free
             add(SyncSite(call, "PFL101", dotted(func) or "a helper", None, helper=True))
-        if isinstance(func, cst.Name) and func.value == "print" and len(call.args) > 1:
+        if type(func) is cst.Name and func.value == "print" and len(call.args) > 1:
             for arg in call.args:
                 if not arg.keyword and not arg.star:
                     add(SyncSite(call, "PFL106", "print", arg.value))
-        elif isinstance(func, cst.Attribute) and func.attr.value == "format" \
-                and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+        elif type(func) is cst.Attribute and func.attr.value == "format" \
+                and type(func.value) in (cst.SimpleString, cst.ConcatenatedString):
             for arg in call.args:
                 if not arg.star:
                     add(SyncSite(call, "PFL106", "format", arg.value))
@@ -162,8 +162,8 @@ def _collect(model: FileModel) -> list[SyncSite]:
     for node in model.nodes(cst.FormattedStringExpression):
         add(SyncSite(node, "PFL106", "f-string", node.expression))
     for node in model.nodes(cst.Subscript):
-        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
-                and isinstance(node.slice[0].slice.value, cst.Comparison) and not _assigned_to(model, node):
+        if len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index \
+                and type(node.slice[0].slice.value) is cst.Comparison and not _assigned_to(model, node):
             add(SyncSite(node, "PFL107", "boolean-mask indexing", node.slice[0].slice.value))
     return out
 
@@ -283,7 +283,7 @@ def _needed_on_host(model: FileModel, node: cst.CSTNode) -> bool:
     `linear_sum_assignment(cost.cpu())`, or `actions = q.argmax(1).cpu().numpy()` then `envs.step(actions)`.
     The host needs the data every step by design; there is no fix at this line."""
     taker = _taker(model, node)
-    if isinstance(taker, cst.Assign):
+    if type(taker) is cst.Assign:
         return _name_goes_to_host(model, taker)
     return taker is not None and _host_consumer(model, taker)
 
@@ -299,7 +299,7 @@ def _collected(model: FileModel, node: cst.CSTNode) -> bool:
     concatenated after the loop), accumulated, printed or logged. That the device could keep until the end.
     A result the host computes with next (a solver's input, an index, a branch, an RPC argument) is not."""
     taker = _taker(model, node)
-    if isinstance(taker, cst.Assign):
+    if type(taker) is cst.Assign:
         return _name_only_collected(model, taker)
     return taker is not None and (dotted(taker.func) or "").rsplit(".", 1)[-1] in _SINKS
 
@@ -310,9 +310,9 @@ def _taker(model: FileModel, node: cst.CSTNode) -> cst.Assign | cst.Call | None:
     parents = _parents(model)
     for _ in range(6):
         parent = parents.get(node)
-        if parent is None or isinstance(parent, cst.Assign):
+        if parent is None or type(parent) is cst.Assign:
             return parent
-        if isinstance(parent.func, cst.Attribute) and parent.func.value is node:
+        if type(parent.func) is cst.Attribute and parent.func.value is node:
             if method_name(parent) not in _PASS:
                 return None
             node = parent
@@ -323,14 +323,14 @@ def _taker(model: FileModel, node: cst.CSTNode) -> cst.Assign | cst.Call | None:
 
 def _name_only_collected(model: FileModel, assign: cst.Assign) -> bool:
     """Whether every later read of the name an assignment binds (in the same function) collects or logs it."""
-    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+    if len(assign.targets) != 1 or type(assign.targets[0].target) is not cst.Name:
         return False
     name = assign.targets[0].target.value
     frame, order = model.site(assign)
     reads = [n for n in model.nodes(cst.Name) if n.value == name and model.sites[n][1] > order
              and model.sites[n][0].function is frame.function and n is not assign.targets[0].target]
     parents = _parents(model)
-    return bool(reads) and all(isinstance(parents.get(n), cst.Call)
+    return bool(reads) and all(type(parents.get(n)) is cst.Call
                                and (dotted(parents[n].func) or "").rsplit(".", 1)[-1] in _SINKS for n in reads)
 
 
@@ -342,10 +342,10 @@ def _parents(model: FileModel) -> dict:
         for call in model.calls:
             for arg in call.args:
                 parents[arg.value] = call
-            if isinstance(call.func, cst.Attribute):
+            if type(call.func) is cst.Attribute:
                 parents.setdefault(call.func.value, call)
         for assign in model.nodes(cst.Assign):
-            if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name):
+            if len(assign.targets) == 1 and type(assign.targets[0].target) is cst.Name:
                 parents.setdefault(assign.value, assign)
     return parents
 
@@ -365,7 +365,7 @@ def _name_goes_to_host(model: FileModel, assign: cst.Assign) -> bool:
     frame, order = model.site(assign)
     calls = frame.function.calls if frame.function is not None else model.calls
     for call in calls:
-        if model.sites[call][1] > order and any(isinstance(a.value, cst.Name) and a.value.value == name
+        if model.sites[call][1] > order and any(type(a.value) is cst.Name and a.value.value == name
                                                 for a in call.args) and _host_consumer(model, call):
             return True
     return False
@@ -451,14 +451,14 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
     if any(node is test or _inside(model, node, test) for test in exits):
         return True
     taker = _taker(model, node)
-    while isinstance(taker, cst.Call) and isinstance(taker.func, cst.Name) and taker.func.value in _CASTS:
+    while type(taker) is cst.Call and type(taker.func) is cst.Name and taker.func.value in _CASTS:
         taker = _taker(model, taker)  # `stop = bool(flag.item())`
-    if isinstance(taker, cst.Assign) and len(taker.targets) == 1 and isinstance(taker.targets[0].target, cst.Name):
+    if type(taker) is cst.Assign and len(taker.targets) == 1 and type(taker.targets[0].target) is cst.Name:
         name, order = taker.targets[0].target.value, model.sites[taker][1]
         if any(n.value == name and model.sites[n][1] > order and model.sites[n][0].function is frame.function
                for test in exits for n in _names_in(model, test)):
             return True
-        if any(model.sites[y][0].function is frame.function and isinstance(y.value, cst.Name)
+        if any(model.sites[y][0].function is frame.function and type(y.value) is cst.Name
                and y.value.value == name for y in model.nodes(cst.Yield)):
             return True
     if any(y.value is node for y in model.nodes(cst.Yield)):
@@ -492,14 +492,14 @@ def _agreed(model: FileModel, site: SyncSite, calls: list[cst.Call]) -> bool:
         for c in calls:
             if (model.qualname(c.func) or "").startswith("torch.distributed."):
                 for a in c.args:
-                    if isinstance(a.value, cst.Name):
+                    if type(a.value) is cst.Name:
                         shared.setdefault(a.value.value, model.sites[c][1])
     if not shared:
         return False
     root = site.operand
-    while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
-        root = root.func if isinstance(root, cst.Call) else root.value
-    return isinstance(root, cst.Name) and shared.get(root.value, site.order) < site.order
+    while type(root) in (cst.Attribute, cst.Subscript, cst.Call):
+        root = root.func if type(root) is cst.Call else root.value
+    return type(root) is cst.Name and shared.get(root.value, site.order) < site.order
 
 
 # The forms of sync that turn a result into output (a count in a summary line, a class index for a label):
@@ -520,13 +520,13 @@ def _exit_tests(model: FileModel) -> list[cst.BaseExpression]:
     if found is None:
         found = model._memo["exit-tests"] = [w.test for w in model.nodes(cst.While)]
         for node in model.nodes(cst.If):
-            if isinstance(node.body, cst.SimpleStatementSuite):  # `if done: break` on one line
+            if type(node.body) is cst.SimpleStatementSuite:  # `if done: break` on one line
                 smalls = list(node.body.body)
             else:
                 body = node.body.body
-                lines = [s for s in body if isinstance(s, cst.SimpleStatementLine)]
+                lines = [s for s in body if type(s) is cst.SimpleStatementLine]
                 smalls = [small for line in lines for small in line.body] if len(lines) == len(body) else []
-            if any(isinstance(small, (cst.Break, cst.Return)) for small in smalls):
+            if any(type(small) in (cst.Break, cst.Return) for small in smalls):
                 found.append(node.test)
     return found
 
@@ -599,9 +599,9 @@ def _timing_or_retry(model: FileModel, steps: Steps, frame: Frame) -> bool:
         qual = model.qualname(call.func) or dotted(call.func) or ""
         if qual in api.CLOCKS or qual.endswith(("Event", ".record", "elapsed_time", ".tic", ".toc", "Timer")):
             return True
-    if loop is not None and isinstance(loop.node, (cst.For, cst.While)):
+    if loop is not None and type(loop.node) in (cst.For, cst.While):
         body = getattr(loop.node.body, "body", ())
-        if any(isinstance(statement, (cst.Try, cst.TryStar)) for statement in body):
+        if any(type(statement) in (cst.Try, cst.TryStar) for statement in body):
             return True
     return False
 
@@ -633,18 +633,18 @@ def _sized(model: FileModel, call: cst.Call, op: str) -> bool:
 
 def _a_size(node: cst.CSTNode) -> bool:
     """`x.shape[0]`, `x.size(0)`, `len(x)`, `4`: a Python int, known on the host."""
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         return True
-    if isinstance(node, cst.Subscript):
-        return isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape"
-    return isinstance(node, cst.Call) and (method_name(node) in ("size", "numel", "dim")
-                                           or isinstance(node.func, cst.Name) and node.func.value == "len")
+    if type(node) is cst.Subscript:
+        return type(node.value) is cst.Attribute and node.value.attr.value == "shape"
+    return type(node) is cst.Call and (method_name(node) in ("size", "numel", "dim")
+                                           or type(node.func) is cst.Name and node.func.value == "len")
 
 
 def _waits_on_stream(model: FileModel, call: cst.Call) -> bool:
     """`stream.synchronize()`, `event.synchronize()`, `torch.cuda.current_stream().synchronize()`."""
     receiver = call.func.value
-    if isinstance(receiver, cst.Call):
+    if type(receiver) is cst.Call:
         return (model.qualname(receiver.func) or "").startswith("torch.cuda.")
     name = (dotted(receiver) or "").lower()
     return any(w in name for w in ("stream", "event"))
@@ -658,10 +658,10 @@ def _assigned_to(model: FileModel, node: cst.Subscript) -> bool:
         targets = model._memo[key] = set()
         for assign in model.nodes(cst.Assign):
             for t in assign.targets:
-                if isinstance(t.target, cst.Subscript):
+                if type(t.target) is cst.Subscript:
                     targets.add(t.target)
         for assign in model.nodes(cst.AugAssign):
-            if isinstance(assign.target, cst.Subscript):
+            if type(assign.target) is cst.Subscript:
                 targets.add(assign.target)
     return node in targets
 

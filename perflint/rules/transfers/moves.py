@@ -56,14 +56,14 @@ def device_move(model: FileModel, call: cst.Call) -> Move | None:
     if arg is None:
         return None
     side, why = values.device_of(arg.value)
-    if side is None and isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "device" \
+    if side is None and type(arg.value) is cst.Attribute and arg.value.attr.value == "device" \
             and model.facts.device_work:
         owner = values.value(arg.value.value)
         if owner.kind in (TENSOR, None) and owner.device != ON_HOST:
             side, why = ON_DEVICE, _follows(call, arg.value.value)[1:]  # `.to(timesteps.device)` of an input
     if side is None:
         other = values.value(arg.value)  # `x.to(y)`: to y's device (and dtype)
-        if other.kind is None and other.device is None and isinstance(arg.value, cst.Name) \
+        if other.kind is None and other.device is None and type(arg.value) is cst.Name \
                 and model.facts.device_work and "type" not in arg.value.value.lower() and len(call.args) == 1:
             return Move(call, "cuda", arg.value, non_blocking, plain=True, why=_follows(call, arg.value))
         if other.kind != TENSOR or other.device is None:

@@ -94,7 +94,7 @@ random factories, whose device generator draws other numbers than the CPU's for 
                     self.report(model, receiver, message, step=step, evidence=(
                         ("copied to the device by `{}`", move.call), (f"made {narrow} by `{{}}`", origin), *step.why[:2]))
                 continue
-            if v.kind != TENSOR or v.device != ON_HOST or not isinstance(origin, cst.Call) or origin in done:
+            if v.kind != TENSOR or v.device != ON_HOST or type(origin) is not cst.Call or origin in done:
                 continue
             factory = model.qualname(origin.func)
             if factory in _ZERO_COPY and not _made_by_numpy(model, values, origin):
@@ -142,14 +142,14 @@ def _filled_on_host(model: FileModel, origin: cst.Call) -> bool:
     filled from host data and moved once. Made on the device, each row would be a copy of its own."""
     frame, order = model.site(origin)
     bound = next((a for a in model.nodes(cst.Assign) if a.value is origin and len(a.targets) == 1
-                  and isinstance(a.targets[0].target, cst.Name)), None)
+                  and type(a.targets[0].target) is cst.Name), None)
     if bound is None:
         return False
     name = bound.targets[0].target.value
     for assign in model.nodes(cst.Assign):
         for target in assign.targets:
             t = target.target
-            if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value == name \
+            if type(t) is cst.Subscript and type(t.value) is cst.Name and t.value.value == name \
                     and model.sites[assign][1] > order and model.sites[assign][0].function is frame.function:
                 return True
     return False
@@ -166,7 +166,7 @@ def _host_work_before_move(model: FileModel, origin: cst.Call, move: cst.Call) -
     no work, and a narrowing cast (`.float()` of float64) before the copy even halves the bytes that cross."""
     node = origin
     for _ in range(8):
-        parent = next((c for c in model.calls if isinstance(c.func, cst.Attribute) and c.func.value is node), None)
+        parent = next((c for c in model.calls if type(c.func) is cst.Attribute and c.func.value is node), None)
         if parent is None or parent is move:
             return False
         if method_name(parent) in _HOST_WORK:
@@ -186,7 +186,7 @@ def _data_gains_nothing(values: Values, factory: str, origin: cst.Call) -> bool:
     if factory not in api.FROM_DATA or not origin.args:
         return False
     data = origin.args[0].value
-    if not isinstance(data, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+    if type(data) not in (cst.Name, cst.Attribute, cst.Subscript, cst.Call):
         return False
     return sum(a.keyword is None for a in origin.args) == 1 and values.value(data).kind != NUMBER
 
@@ -196,24 +196,24 @@ def _sized(values: Values, factory: str, call: cst.Call) -> bool:
     filled next: `.uniform_(0, 1)`)."""
     sizes = [a.value for a in call.args if a.keyword is None and not a.star]
     return factory.endswith("Tensor") and bool(sizes) and (
-        len(sizes) > 1 or isinstance(sizes[0], cst.Integer) or values.value(sizes[0]).kind == NUMBER)
+        len(sizes) > 1 or type(sizes[0]) is cst.Integer or values.value(sizes[0]).kind == NUMBER)
 
 
 def _literal(node: cst.CSTNode, displayed: bool = False) -> bool:
     """`0.`, `[[word]]`, `(1, 2)`: values written out, which a fill on the device makes without a copy (a
     name counts inside a display: `[[word_idx]]` is one value)."""
-    if isinstance(node, (cst.List, cst.Tuple)):
-        return bool(node.elements) and all(isinstance(e, cst.Element) and _literal(e.value, True)
+    if type(node) in (cst.List, cst.Tuple):
+        return bool(node.elements) and all(type(e) is cst.Element and _literal(e.value, True)
                                            for e in node.elements)
-    if isinstance(node, cst.UnaryOperation):
+    if type(node) is cst.UnaryOperation:
         return _literal(node.expression, displayed)
-    return isinstance(node, (cst.Integer, cst.Float)) or displayed and isinstance(node, cst.Name)
+    return type(node) in (cst.Integer, cst.Float) or displayed and type(node) is cst.Name
 
 
 def _leaves(node: cst.CSTNode) -> set[str]:
     """The distinct values a written-out display holds (`[[0.5, 0.5]]`: one; `[0.04, 0.29, 0.30]`: three):
     one value fills a tensor on the device, several make a table to build once."""
-    if isinstance(node, (cst.List, cst.Tuple)):
+    if type(node) in (cst.List, cst.Tuple):
         return {leaf for e in node.elements for leaf in _leaves(e.value)}
     return {cst.Module([]).code_for_node(node)}
 
@@ -228,19 +228,19 @@ def _pinned(factory: cst.Call) -> bool:
 def _no_elements(factory: str, call: cst.Call) -> bool:
     """`torch.empty(0)`, `torch.zeros((0, d))`, `torch.Tensor([])`: a size with a literal 0, or empty data, makes
     no elements; moving it copies nothing (an empty start for a `torch.cat` that grows it)."""
-    if factory in api.FROM_DATA and call.args and isinstance(call.args[0].value, (cst.List, cst.Tuple)) \
+    if factory in api.FROM_DATA and call.args and type(call.args[0].value) in (cst.List, cst.Tuple) \
             and not call.args[0].value.elements:
         return True
-    return any(isinstance(v, cst.Integer) and v.evaluated_value == 0 for v in factory_sizes(factory, call) or ())
+    return any(type(v) is cst.Integer and v.evaluated_value == 0 for v in factory_sizes(factory, call) or ())
 
 
 def _made_by_numpy(model: FileModel, values: Values, origin: cst.Call) -> bool:
     """`torch.from_numpy(np.random.choice(...))`, or of a local name holding such an array; not a read
     from a store the code fills (`self.buffer_obs[indices]` of a replay buffer made with `np.zeros`)."""
-    if not origin.args or not isinstance(origin.args[0].value, (cst.Name, cst.Call)):
+    if not origin.args or type(origin.args[0].value) not in (cst.Name, cst.Call):
         return False
     v = values.value(origin.args[0].value)
-    if v.kind != NDARRAY or not isinstance(v.origin, cst.Call):
+    if v.kind != NDARRAY or type(v.origin) is not cst.Call:
         return False
     qual = model.qualname(v.origin.func) or ""
     return qual.startswith("numpy.") and qual[6:].startswith(_NUMPY_MAKERS)
@@ -257,7 +257,7 @@ _DTYPE_NAMES = {"float": "float32", "double": "float64", "half": "float16", "lon
 def _widened(model: FileModel, values: Values, node: cst.CSTNode) -> tuple[str, str, str] | None:
     """`obs[idx].float()` or `.to(torch.float32)` of a host tensor made with a narrower dtype
     (`torch.zeros(..., dtype=torch.uint8)`), moved right after: (the cast, its dtype before, after)."""
-    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+    if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
         return None
     method = node.func.attr.value
     wide = _canonical(method) if not node.args else None
@@ -266,7 +266,7 @@ def _widened(model: FileModel, values: Values, node: cst.CSTNode) -> tuple[str, 
     if wide is None:
         return None
     source = values.value(node.func.value)
-    if source.kind != TENSOR or source.device != ON_HOST or not isinstance(source.origin, cst.Call):
+    if source.kind != TENSOR or source.device != ON_HOST or type(source.origin) is not cst.Call:
         return None
     given = keyword(source.origin, "dtype")
     narrow = _dtype(model, given.value) if given is not None else None

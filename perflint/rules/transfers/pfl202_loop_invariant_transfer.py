@@ -51,7 +51,7 @@ for `.cpu()` (PFL103), in `if step % k == 0:` blocks and in compiled code.
 
     def visit_Call(self, node: cst.Call, model) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda") \
+        if type(func) is not cst.Attribute or func.attr.value not in ("to", "cuda") \
                 or not model.in_hot_loop or model.in_compiled:
             return
         value = dotted(func.value)

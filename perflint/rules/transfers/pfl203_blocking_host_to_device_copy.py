@@ -98,7 +98,7 @@ since converting after the copy moves more bytes when the conversion narrows (fl
 
 def _conversion(node: cst.BaseExpression) -> cst.Call | None:
     """`label.long()`: a dtype conversion, without arguments, of what is then moved."""
-    if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) \
+    if type(node) is cst.Call and not node.args and type(node.func) is cst.Attribute \
             and node.func.attr.value in api.CAST_METHODS:
         return node
     return None
@@ -107,16 +107,16 @@ def _conversion(node: cst.BaseExpression) -> cst.Call | None:
 def _pins_memory(model: FileModel, values: Values, loader: cst.CSTNode) -> bool:
     """Whether the DataLoader(...) call (when the model can see it) passes `pin_memory=True`, also through
     `**kwargs` built from a dict with that key."""
-    if not isinstance(loader, cst.Call):
+    if type(loader) is not cst.Call:
         return False
     arg = keyword(loader, "pin_memory")
     if arg is not None:
-        return not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None"))
+        return not (type(arg.value) is cst.Name and arg.value.value in ("False", "None"))
     for a in loader.args:
         if a.star == "**":
             for d in _dicts(model, values, a.value):
                 for element in d.elements:
-                    if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
+                    if type(element) is cst.DictElement and type(element.key) is cst.SimpleString \
                             and element.key.evaluated_value == "pin_memory" and not is_false(element.value):
                         return True
     return False
@@ -128,17 +128,17 @@ def _dicts(model: FileModel, values: Values, expr: cst.CSTNode) -> list[cst.Dict
     while stack and seen < 20:
         seen += 1
         node = stack.pop()
-        if isinstance(node, cst.Dict):
+        if type(node) is cst.Dict:
             out.append(node)
-        elif isinstance(node, cst.IfExp):
+        elif type(node) is cst.IfExp:
             stack += [node.body, node.orelse]
-        elif isinstance(node, cst.Name):
+        elif type(node) is cst.Name:
             source = values.source(node)
             if source is not None:
                 stack.append(source)
             for update in model.calls:  # `train_kwargs.update(cuda_kwargs)`
-                if isinstance(update.func, cst.Attribute) and update.func.attr.value == "update" \
-                        and isinstance(update.func.value, cst.Name) and update.func.value.value == node.value \
+                if type(update.func) is cst.Attribute and update.func.attr.value == "update" \
+                        and type(update.func.value) is cst.Name and update.func.value.value == node.value \
                         and update.args:
                     stack.append(update.args[0].value)
     return out

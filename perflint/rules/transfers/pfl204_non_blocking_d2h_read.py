@@ -11,7 +11,7 @@ _HOST_SYNCS = {"synchronize", "item", "tolist"}  # a blocking read of anything o
 
 
 def non_blocking_to_host(model, node) -> bool:
-    if not isinstance(node, cst.Call):
+    if type(node) is not cst.Call:
         return False
     move = device_move(model, node)
     return move is not None and move.device == "cpu" and move.non_blocking
@@ -58,7 +58,7 @@ returning it is not a read. On a CPU tensor `non_blocking` does nothing, so the 
 """
 
     def visit_Call(self, node: cst.Call, model) -> None:
-        if isinstance(node.func, cst.Attribute) and non_blocking_to_host(model, node.func.value):
+        if type(node.func) is cst.Attribute and non_blocking_to_host(model, node.func.value):
             self.report(model, node, "the result of a non-blocking copy to the host is read at once, before "
                                    "the copy has finished: use a blocking copy or synchronize first")
 
@@ -78,10 +78,10 @@ returning it is not a read. On a CPU tensor `non_blocking` does nothing, so the 
                     for name, read in _reads(stmt, pending):
                         self.report(model, read, self.message.format(name=name))
                         pending.discard(name)
-            if not isinstance(stmt, cst.SimpleStatementLine):
+            if type(stmt) is not cst.SimpleStatementLine:
                 continue
             for small in stmt.body:
-                if isinstance(small, cst.Assign):
+                if type(small) is cst.Assign:
                     names = {dotted(t.target) for t in small.targets} - {None}
                     if non_blocking_to_host(model, small.value):
                         pending |= names
@@ -91,7 +91,7 @@ returning it is not a read. On a CPU tensor `non_blocking` does nothing, so the 
 
 def _syncs(stmt, pending: set[str]) -> bool:
     for call in find_all(stmt, cst.Call):
-        if isinstance(call.func, cst.Attribute) and dotted(call.func.value) in pending:
+        if type(call.func) is cst.Attribute and dotted(call.func.value) in pending:
             continue  # a read of the copy itself, not a sync before it
         if method_name(call) in _HOST_SYNCS:
             return True
@@ -105,7 +105,7 @@ def _syncs(stmt, pending: set[str]) -> bool:
 
 def _blocking_to_host(call: cst.Call) -> bool:
     nb = next((a for a in call.args if a.keyword is not None and a.keyword.value == "non_blocking"), None)
-    if nb is not None and not (isinstance(nb.value, cst.Name) and nb.value.value == "False"):
+    if nb is not None and not (type(nb.value) is cst.Name and nb.value.value == "False"):
         return False
     target = call.args[0].value if call.args and call.args[0].keyword is None else None
     text = cst.Module([]).code_for_node(target) if target is not None else ""
@@ -114,15 +114,15 @@ def _blocking_to_host(call: cst.Call) -> bool:
 
 def _reads(stmt, pending: set[str]):
     for node in find_all(stmt, (cst.Call, cst.Subscript, cst.FormattedStringExpression)):
-        if isinstance(node, cst.Subscript):
+        if type(node) is cst.Subscript:
             name = dotted(node.value)
             if name in pending:
                 yield name, node
-        elif isinstance(node, cst.FormattedStringExpression):
+        elif type(node) is cst.FormattedStringExpression:
             name = dotted(node.expression)
             if name in pending:
                 yield name, node
-        elif isinstance(node.func, cst.Attribute) and dotted(node.func.value) in pending:
+        elif type(node.func) is cst.Attribute and dotted(node.func.value) in pending:
             yield dotted(node.func.value), node
         else:
             fname = dotted(node.func) or ""

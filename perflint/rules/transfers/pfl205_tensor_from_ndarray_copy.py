@@ -55,7 +55,7 @@ level (runs once).
             if arg is None or values.value(arg.value).kind != NDARRAY or len(node.args) != 1:
                 continue  # with dtype=, device=, requires_grad=, pin_memory= a copy is needed anyway
             replacement = None
-            if isinstance(node.func, cst.Attribute) and _unshared(model, values, node, arg.value):
+            if type(node.func) is cst.Attribute and _unshared(model, values, node, arg.value):
                 replacement = node.with_changes(func=node.func.with_changes(attr=cst.Name("as_tensor")))
             self.report(model, node, replacement=replacement)
 
@@ -63,9 +63,9 @@ level (runs once).
 def _unshared(model, values: Values, call: cst.Call, array: cst.CSTNode) -> bool:
     """Whether the array is the call's alone, so sharing its memory changes nothing: made right there
     (`torch.tensor(np.stack(xs))`), or a name made in the same loop iteration and never read again."""
-    if isinstance(array, cst.Call):
+    if type(array) is cst.Call:
         return True
-    if not isinstance(array, cst.Name) or values.source(array) is None:
+    if type(array) is not cst.Name or values.source(array) is None:
         return False
     frame, order = model.site(call)
     source_frame = model.frame_of(values.source(array))

@@ -53,7 +53,7 @@ for the host-made family of the accuracy benchmark: the index is a tensor made o
                                            and model.facts.device_work):
                 continue
             for element in node.slice:
-                index = element.slice.value if isinstance(element.slice, cst.Index) else None
+                index = element.slice.value if type(element.slice) is cst.Index else None
                 what = _host_index(model, values, index) if index is not None else None
                 if what is None:
                     continue
@@ -72,9 +72,9 @@ for the host-made family of the accuracy benchmark: the index is a tensor made o
 
 def _host_index(model: FileModel, values: Values, index: cst.BaseExpression) -> str | None:
     """What kind of host-side index an expression is (for the message), or None."""
-    if isinstance(index, cst.List):
+    if type(index) is cst.List:
         return "a Python list"
-    if isinstance(index, cst.Call) and isinstance(index.func, cst.Name) and index.func.value == "range":
+    if type(index) is cst.Call and type(index.func) is cst.Name and index.func.value == "range":
         return "a `range`"
     if _one_element(values, index) or model.qualname(index) == "numpy.newaxis":  # None: a new axis
         return None  # `x[perm[i]]`: a 0-dim index is read as an integer (a select), nothing is copied
@@ -89,16 +89,16 @@ def _host_index(model: FileModel, values: Values, index: cst.BaseExpression) -> 
 def _one_element(values: Values, index: cst.BaseExpression) -> bool:
     """One element of a host tensor or array, which indexing reads as an int: `perm[i]` with a number `i`,
     `i1, i2 = perm[:2]`, `for i in perm:`."""
-    if isinstance(index, cst.Name):
+    if type(index) is cst.Name:
         reaching = values.reaching_bindings(index) or []
         return bool(reaching) and all(
             (b.how == "for" and not b.path or b.how == "assign" and len(b.path) == 1)
-            and not isinstance(b.value, (cst.Tuple, cst.List)) and _host_array(values.value(b.value))
+            and type(b.value) not in (cst.Tuple, cst.List) and _host_array(values.value(b.value))
             for b in reaching)
-    if not (isinstance(index, cst.Subscript) and len(index.slice) == 1 and isinstance(index.slice[0].slice, cst.Index)):
+    if not (type(index) is cst.Subscript and len(index.slice) == 1 and type(index.slice[0].slice) is cst.Index):
         return False
     inner = index.slice[0].slice.value
-    return isinstance(inner, cst.Integer) or values.value(inner).kind == NUMBER
+    return type(inner) is cst.Integer or values.value(inner).kind == NUMBER
 
 
 def _host_array(v) -> bool:
