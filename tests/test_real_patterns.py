@@ -2235,9 +2235,10 @@ def test_models_that_are_torchscript_modules_are_compiled():
                 def __init__(self):
                     super().__init__()
                     self.fc = nn.Linear(8, 8)
+                    self.act = nn.GELU()
                 @jit.script_method
                 def forward(self, x):
-                    return self.fc(x)
+                    return self.act(self.fc(x))
         """,
         "main.py": """
             import torch
@@ -3287,3 +3288,104 @@ def test_a_loss_built_through_getattr_is_not_a_model_to_compile():
                 optimizer.step()
     """
     assert (6, "PFL401") not in codes({"main.py": main})
+
+
+# ---- blind review 31 (HRNet pose validation, a video demo, SupContrast's linear probe) -------------------
+
+def test_an_evaluation_that_scores_every_batch_on_the_host_pays_for_the_loss_read():
+    validate = """
+        import torch
+        from lib.core.inference import get_final_preds
+
+        def validate(config, val_loader, model, criterion, all_preds, losses):
+            model.cuda()
+            model.eval()
+            with torch.no_grad():
+                for i, (input, target, meta) in enumerate(val_loader):
+                    output = model(input.cuda(non_blocking=True))
+                    loss = criterion(output, target.cuda(non_blocking=True))
+                    losses.update(loss.item(), input.size(0))
+                    preds, maxvals = get_final_preds(config, output.clone().cpu().numpy(), meta["center"])
+                    all_preds[i] = preds
+    """
+    # The host needs every batch's heatmaps: dropping the loss read would only move the same wait.
+    assert (12, "PFL101") not in codes({"validate.py": validate})
+    # With more device work queued after the read (an accuracy on the device), the read waits on its own.
+    busy = validate.replace("                    preds, maxvals",
+                            "                    acc = (output.argmax(1) == target.cuda()).float().mean()\n"
+                            "                    preds, maxvals")
+    assert (12, "PFL101") in codes({"validate.py": busy})
+    # In training, the same copy is the logging a step could leave on the device: the read is still reported.
+    train = validate.replace("model.eval()", "model.train()").replace(
+        "all_preds[i] = preds", "all_preds[i] = preds\n                    loss.backward()")
+    assert (12, "PFL101") in codes({"validate.py": train.replace("with torch.no_grad():", "if True:")})
+
+
+def test_a_video_demo_that_shows_every_frame_is_not_a_step_loop():
+    demo = """
+        import cv2
+        import torch
+        import torchvision
+
+        def main():
+            box_model = torchvision.models.detection.fasterrcnn_resnet50_fpn(pretrained=True).cuda().eval()
+            cap = cv2.VideoCapture(0)
+            while True:
+                ok, frame = cap.read()
+                image = torch.from_numpy(frame).permute(2, 0, 1).float().cuda() / 255
+                with torch.no_grad():
+                    out = box_model([image])[0]
+                for box, score in zip(out["boxes"], out["scores"]):
+                    if score.item() > 0.9:
+                        cv2.rectangle(frame, tuple(box[:2].int().tolist()), tuple(box[2:].int().tolist()), (0, 255, 0))
+                cv2.imshow("demo", frame)
+                if cv2.waitKey(1) & 0xFF == ord("q"):
+                    break
+    """
+    found = codes({"demo.py": demo})
+    assert not [f for f in found if f[1] in ("PFL401", "PFL101", "PFL102")], found
+    # Shown only when asked (`if show:`), the window does not pace the loop: it is a step loop again.
+    shown = demo.replace("def main():", "def main(show=False):").replace(
+        '                cv2.imshow("demo", frame)\n                if cv2.waitKey(1)',
+        '                if show:\n                    cv2.imshow("demo", frame)\n                if show and cv2.waitKey(1)')
+    assert (15, "PFL101") in codes({"demo.py": shown})
+
+
+def test_a_linear_probe_class_from_another_file_is_not_worth_compiling():
+    networks = """
+        import torch.nn as nn
+
+        class SupConResNet(nn.Module):
+            def __init__(self, name="resnet50"):
+                super(SupConResNet, self).__init__()
+                model_fun, dim_in = model_dict[name]
+                self.encoder = model_fun()
+                self.head = nn.Linear(dim_in, 128)
+
+        class LinearClassifier(nn.Module):
+            def __init__(self, name="resnet50", num_classes=10):
+                super(LinearClassifier, self).__init__()
+                _, feat_dim = model_dict[name]
+                self.fc = nn.Linear(feat_dim, num_classes)
+
+            def forward(self, features):
+                return self.fc(features)
+    """
+    main = """
+        import torch
+        from networks.resnet_big import SupConResNet, LinearClassifier
+
+        def main(loader, optimizer):
+            model = SupConResNet().cuda()
+            classifier = LinearClassifier(num_classes=10).cuda()
+            for images, labels in loader:
+                with torch.no_grad():
+                    features = model(images.cuda(non_blocking=True))
+                loss = torch.nn.functional.cross_entropy(classifier(features), labels.cuda(non_blocking=True))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """
+    found = codes({"networks/resnet_big.py": networks, "main_linear.py": main}, path="main_linear.py")
+    assert (7, "PFL401") not in found  # one nn.Linear: nothing to fuse
+    assert (6, "PFL401") in found  # the encoder with its head does run every step

@@ -101,6 +101,15 @@ class Frame:
             loop = parent.loop if parent is not None and parent.function is loop.function else None
         return out
 
+    def every_iteration_of(self, loop: "Frame") -> bool:
+        """Whether code in this frame runs on every iteration of `loop`: no branch between them."""
+        frame = self
+        while frame is not loop:
+            if frame is None or frame.kind != "block":
+                return False
+            frame = frame.parent
+        return True
+
     def encloses(self, other: "Frame") -> bool:
         """Whether `other` is this frame or inside it."""
         while other is not None and other.depth >= self.depth:

@@ -111,6 +111,9 @@ class FileFacts:
     # run a method of it other than `forward` (`DDIMSampler(model)`, whose steps call `model.apply_model`):
     # (("DDIMSampler", "apply_model"), ...); "" for one that calls none.
     runners: tuple[tuple[str, str], ...] = ()
+    # Module classes it defines or imports from another file of the run that build only projection layers
+    # (`LinearClassifier`, one `nn.Linear`): nothing to compile.
+    heads: frozenset[str] = frozenset()
     # Names of its boolean parameters (`def generate(..., return_list=False)`) that another file of its program
     # may pass by keyword (it writes `return_list=` somewhere); None when the run holds no other file of the
     # program. A flag no file passes has its default wherever the file has no call of the function.
@@ -124,7 +127,7 @@ class FileFacts:
         runners = ",".join(f"{n}={m}" for n, m in self.runners)
         passed = "-" if self.flags_passed is None else ",".join(sorted(self.flags_passed))
         return (f"{flags}:{','.join(sorted(self.local_imports))}:{options}:{','.join(sorted(self.read_backs))}:"
-                f"{','.join(sorted(self.unused_classes))}:{runners}:{passed}")
+                f"{','.join(sorted(self.unused_classes))}:{runners}:{passed}:{','.join(sorted(self.heads))}")
 
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
@@ -135,7 +138,7 @@ class FileFacts:
                          compiled_by_default=scan.compiled_by_default(scan.true_defaults),
                          options=_read_options(scan, {}), read_backs=scan.read_backs,
                          default_device=scan.default_device, custom_to=scan.custom_to,
-                         runners=tuple(sorted(scan.runners.items())))
+                         runners=tuple(sorted(scan.runners.items())), heads=scan.heads)
 
 
 def declares_distribution(root: Path) -> bool:
@@ -166,7 +169,7 @@ class Scan:
 
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
-                 "runs_code", "dynamic_imports", "lone_classes", "runners", "flags", "assigned")
+                 "runs_code", "dynamic_imports", "lone_classes", "runners", "heads", "flags", "assigned")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
         """`run`: the file is one of a run's, so the options it reads are scanned even where it declares none
@@ -250,6 +253,7 @@ class Scan:
         # self)`): none of its own code uses them (a subclass, an `__all__` entry would name them again).
         self.lone_classes = _lone_classes(text) if run and "class " in text else frozenset()
         self.runners = _runners(text) if "def __init__(self" in text else {}
+        self.heads = _heads(text) if "Linear(" in text else frozenset()
         # Names given a boolean, and names passed as keywords (only for a run: a file linted on its own knows
         # nothing of its callers).
         keywords = _KEYWORD.findall(text) if run else ()
@@ -308,6 +312,35 @@ def _runners(text: str) -> dict[str, str]:
         # is what runs every step.
         found[name] = max(methods, key=methods.count) if methods else ""
     return found
+
+
+# Layers with nothing to fuse between them: a module of only these (`nn.Sequential(nn.Dropout(p), nn.Linear(d,
+# 3))`, a linear probe's `self.fc = nn.Linear(feat_dim, n)`) is one matmul and its bias, already one kernel each.
+PROJECTION_LAYERS = frozenset({"Dropout", "Linear", "Identity", "Flatten"})
+_BUILT = re.compile(r"\b([A-Za-z_][\w.]*)\(")
+_KEPT = re.compile(r"self\.\w+[ \t]*=[ \t]*([A-Za-z_][\w.]*)\(")
+_CONTAINERS = ("Module", "Sequential", "ModuleList")
+
+
+def _heads(text: str) -> frozenset[str]:
+    """Top-level module classes that build only projection layers (`class LinearClassifier(nn.Module)` whose
+    `__init__` makes one `nn.Linear`): compiling one alone gains nothing measurable."""
+    found = set()
+    for m in _CLASS.finditer(text):
+        header = text[m.end(): text.find("\n", m.end())]
+        if "Module" not in header:
+            continue
+        body = _top_level_block(text, m.end())
+        init = re.search(r"def __init__\(.*?(?=\n[ \t]+def |\Z)", body, re.DOTALL)
+        if init is None:
+            continue
+        built = [b.rsplit(".", 1)[-1] for b in _BUILT.findall(init.group(0))]
+        layers = [b for b in built if b[:1].isupper() and b not in _CONTAINERS]
+        kept = [b.rsplit(".", 1)[-1] for b in _KEPT.findall(init.group(0))]  # `self.encoder = model_fun()`
+        if "Linear" in layers and all(b in PROJECTION_LAYERS for b in layers) \
+                and all(b in PROJECTION_LAYERS or b in _CONTAINERS for b in kept):
+            found.add(m.group(1))
+    return frozenset(found)
 
 
 def _top_level_block(text: str, start: int) -> str:
@@ -488,6 +521,7 @@ class Project:
         self._options: dict[str, dict[str, str]] = {}  # per file: the options its program declares
         self._read_back_names = set().union(*(s.read_backs for s in scans.values()))
         self._runner_names = set().union(*(s.runners for s in scans.values()))
+        self._head_names = set().union(*(s.heads for s in scans.values()))
         self._flags_passed: dict[str, frozenset[str]] = {}  # per file of a program of several files
         importers, wholesale = self._imports()
         self._programs = self._connect(importers)
@@ -659,13 +693,20 @@ class Project:
                 found = self.function_file(path, level, module, n, ())
                 if found is not None and found[1] in self.scans[found[0]].runners:
                     runners[n] = self.scans[found[0]].runners[found[1]]
+        heads = set(scan.heads)
+        for level, module, names in scan.imports if self._head_names else ():
+            for n in self._head_names.intersection(names):
+                found = self.function_file(path, level, module, n, ())
+                if found is not None and found[1] in self.scans[found[0]].heads:
+                    heads.add(n)
         return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path) and not tests_as_code,
                          device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=default_device,
                          custom_to=custom_to, local_imports=local, options=_read_options(scan, self._options[path]),
                          read_backs=frozenset(read_backs), unused=path in self._unused,
                          unused_classes=self._unused_classes.get(path, frozenset()),
-                         runners=tuple(sorted(runners.items())), flags_passed=self._flags_passed.get(path))
+                         runners=tuple(sorted(runners.items())), flags_passed=self._flags_passed.get(path),
+                         heads=frozenset(heads))
 
 
 def _common(a: str, b: str) -> tuple:

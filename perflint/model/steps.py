@@ -433,6 +433,9 @@ class Steps:
             if qual in api.INTERACTIVE or qual == "cv2.waitKey" and (
                     not call.args or type(call.args[0].value) is cst.Integer and call.args[0].value.value == "0"):
                 return LoopKind(COLD, (("waits for `{}`", call),))  # `input()`, `cv2.waitKey(0)`: a key press
+            if qual in api.DISPLAY and model.sites[call][0].every_iteration_of(frame):
+                # A video demo that detects and shows each frame: paced by capture and display, a run to watch
+                return LoopKind(COLD, (("shows each iteration's result on screen: `{}`", call),))
         sources = _sources(iterable) if iterable is not None else []
         for source in sources:
             v = self.values.value(source)

@@ -170,3 +170,4 @@ CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.pe
 # Calls that mean the loop around them plots, or waits for a person.
 PLOTTING_PREFIXES = ("matplotlib.", "seaborn.", "plotly.", "visdom.", "cv2.imshow", "PIL.")
 INTERACTIVE = frozenset({"input", "getpass.getpass"})
+DISPLAY = frozenset({"cv2.imshow", "matplotlib.pyplot.pause"})  # a window shows each result

@@ -5,6 +5,7 @@ import libcst as cst
 from perflint.model import torchapi as api
 from perflint.model.names import built_by, dotted, is_false, keyword, method_name
 from perflint.model.program import FileModel
+from perflint.model.project import PROJECTION_LAYERS
 from perflint.model.steps import Step, Steps
 from perflint.model.values import MODULE, ON_DEVICE, Values
 from perflint.rule import Rule
@@ -65,10 +66,12 @@ its methods is not reported. Quiet when the model's program (the files linked to
 the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
 losses (also a module bound to a name such as `criterion` or `loss_fn`, however it is built:
 `getattr(model, "criterion", CrossEntropyLoss)()`, `lpips.LPIPS()`), for a head of dropout and linear
-layers only (nothing to fuse), for models run a few fixed times (`for _ in range(3)`), for models that
-stay on the CPU (a
-tutorial's toy; compile pays off on accelerators first), in interactive apps (a file that imports gradio
-or streamlit: the model runs per user request, at the shapes the user picks), and in test files.
+layers only (nothing to fuse), also a class of any file of the run that builds only those (a linear
+probe's `LinearClassifier`), for models run a few fixed times (`for _ in range(3)`), for models that
+stay on the CPU (a tutorial's toy; compile pays off on accelerators first), in interactive apps (a file
+that imports gradio or streamlit: the model runs per user request, at the shapes the user picks), in
+loops that show each result on screen (`cv2.imshow`: a video demo, paced by capture and display), and
+in test files.
 Compiling costs seconds to minutes up front and some models graph-break: the finding is advice (severity
 info), not an error.
 Quiet in a file that imports Opacus (differentially private training: its per-sample gradient hooks do
@@ -205,14 +208,11 @@ def _worth_compiling(model: FileModel, origin: cst.CSTNode) -> bool:
         return False  # `criterion = getattr(model, "criterion", CrossEntropyLoss)(**kw)`, `loss_fn = LPIPS()`
     if qual == "torch.nn.Sequential":
         return not _only_projection(model, origin)
+    if last in model.facts.heads:
+        return False  # `LinearClassifier(...)`, a class of one `nn.Linear` (project.py)
     if qual.startswith("torch.nn."):
         return qual in _CONTAINERS
     return True
-
-
-# Layers with nothing to fuse between them: a head of these (`nn.Sequential(nn.Dropout(p), nn.Linear(d, 3))`,
-# XLM's classifier) is one matmul and its bias, already one kernel each.
-_PROJECTION = {"Dropout", "Linear", "Identity", "Flatten"}
 
 
 def _only_projection(model: FileModel, call: cst.Call) -> bool:
@@ -227,7 +227,7 @@ def _only_projection(model: FileModel, call: cst.Call) -> bool:
             return False
     names = [(model.qualname(v.func) or dotted(v.func) or "").rsplit(".", 1)[-1] if type(v) is cst.Call else ""
              for v in layers]
-    return bool(names) and all(n in _PROJECTION for n in names)
+    return bool(names) and all(n in PROJECTION_LAYERS for n in names)
 
 
 _RNNS = {"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN"}

@@ -254,24 +254,15 @@ def idle_after(model: FileModel, node: cst.CSTNode) -> cst.CSTNode | None:
         return None
     for site in sync_sites(model):
         if site.no_fix and site.frame is not None and site.frame.loop is loop and site.order > order \
-                and _every_iteration(site.frame, loop):
+                and site.frame.every_iteration_of(loop):
             return site.node
     calls = frame.function.calls if frame.function is not None else model.calls
     for call in calls:
         if method_name(call) == "generate" and model.sites[call][1] > order:
             where = model.sites[call][0]
-            if where.loop is loop and _every_iteration(where, loop):
+            if where.loop is loop and where.every_iteration_of(loop):
                 return call
     return None
-
-
-def _every_iteration(frame: Frame, loop: Frame) -> bool:
-    """Whether code in this frame runs on every iteration of the loop: no branch between them."""
-    while frame is not loop:
-        if frame is None or frame.kind != "block":
-            return False
-        frame = frame.parent
-    return True
 
 
 _HOST_LIBRARIES = ("numpy.", "scipy.", "sklearn.", "cv2.", "PIL.", "matplotlib.", "imageio.", "skimage.",
@@ -420,16 +411,28 @@ def _device_argument(model: FileModel, call: cst.Call) -> bool:
 
 
 def _paid_after(model: FileModel, values: Values, site: SyncSite, later: list[SyncSite]) -> SyncSite | None:
-    """An explicit `synchronize()` that surely runs next in the same iteration, with no device work queued
-    in between (`loss.item()` then the timing `torch.cuda.synchronize()`): it waits for the same work, so
-    removing this read would save nothing."""
+    """A wait that surely runs next in the same iteration, with no device work queued in between: it waits
+    for the same work, so removing this read would save nothing. Either an explicit `synchronize()`
+    (`loss.item()` then the timing `torch.cuda.synchronize()`), or, in a loop that does not train, a copy of
+    results the host computes with (an evaluation that scores each batch's predictions on the host:
+    `losses.update(loss.item())`, then `get_final_preds(output.clone().cpu().numpy())`); the copy's own
+    operand (`.clone()`, a cast) is no reason to wait twice."""
+    loop = site.frame.loop
     for after in later:
-        if after.frame.function is not site.frame.function or after.frame.loop is not site.frame.loop:
+        if after.frame.function is not site.frame.function or after.frame.loop is not loop \
+                or not after.frame.encloses(site.frame):
             continue
-        if after.code != "PFL109" or not after.frame.encloses(site.frame):
-            continue
-        return None if _device_work_between(model, values, after, site) else after
+        if after.code == "PFL109":
+            return None if _device_work_between(model, values, after, site) else after
+        if after.code in ("PFL102", "PFL103") and not after.reported and not after.maybe and loop is not None \
+                and not _collected(model, after.node) and not _trains(model, loop):
+            return None if _device_work_between(model, values, after, site, operand=False) else after
     return None
+
+
+def _trains(model: FileModel, loop: Frame) -> bool:
+    steps = Steps.of(model)
+    return any(steps.trains(c) for c in steps.calls_in(loop))
 
 
 def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
@@ -558,9 +561,11 @@ _NO_KERNEL = {"item", "tolist", "cpu", "numpy", "synchronize", "size", "dim", "d
               "unsqueeze", "permute", "transpose", "t", "expand", "expand_as", "narrow", "select", "unflatten"}
 
 
-def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev: SyncSite) -> bool:
+def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev: SyncSite,
+                         operand: bool = True) -> bool:
     """Whether device work is queued between two waits (a model's forward, `.backward()`, any op whose
-    result is on the device): the second then waits for it again."""
+    result is on the device): the second then waits for it again. `operand`: count the work of the second
+    wait's own operand (`(e < 1).float().mean().item()`)."""
     steps = Steps.of(model)
     calls = site.frame.function.calls if site.frame.function is not None else model.calls
     in_prev = True  # in file order, the calls right after the first wait are its operand's, until one is not
@@ -575,6 +580,8 @@ def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev:
         if order > site.order:
             if not _inside(model, call, site.node):
                 break  # after the second wait's operand (`(e < 1).float().mean()`, which runs before it reads)
+            if not operand:
+                continue
         elif _inside(model, site.node, call):
             continue  # `meter.update(loss.item())` runs after the read
         if method_name(call) in _NO_KERNEL:
