@@ -3290,36 +3290,7 @@ def test_a_loss_built_through_getattr_is_not_a_model_to_compile():
     assert (6, "PFL401") not in codes({"main.py": main})
 
 
-# ---- blind review 31 (HRNet pose validation, a video demo, SupContrast's linear probe) -------------------
-
-def test_an_evaluation_that_scores_every_batch_on_the_host_pays_for_the_loss_read():
-    validate = """
-        import torch
-        from lib.core.inference import get_final_preds
-
-        def validate(config, val_loader, model, criterion, all_preds, losses):
-            model.cuda()
-            model.eval()
-            with torch.no_grad():
-                for i, (input, target, meta) in enumerate(val_loader):
-                    output = model(input.cuda(non_blocking=True))
-                    loss = criterion(output, target.cuda(non_blocking=True))
-                    losses.update(loss.item(), input.size(0))
-                    preds, maxvals = get_final_preds(config, output.clone().cpu().numpy(), meta["center"])
-                    all_preds[i] = preds
-    """
-    # The host needs every batch's heatmaps: dropping the loss read would only move the same wait.
-    assert (12, "PFL101") not in codes({"validate.py": validate})
-    # With more device work queued after the read (an accuracy on the device), the read waits on its own.
-    busy = validate.replace("                    preds, maxvals",
-                            "                    acc = (output.argmax(1) == target.cuda()).float().mean()\n"
-                            "                    preds, maxvals")
-    assert (12, "PFL101") in codes({"validate.py": busy})
-    # In training, the same copy is the logging a step could leave on the device: the read is still reported.
-    train = validate.replace("model.eval()", "model.train()").replace(
-        "all_preds[i] = preds", "all_preds[i] = preds\n                    loss.backward()")
-    assert (12, "PFL101") in codes({"validate.py": train.replace("with torch.no_grad():", "if True:")})
-
+# ---- blind review 31 (a video demo, SupContrast's linear probe) -----------------------------------------
 
 def test_a_video_demo_that_shows_every_frame_is_not_a_step_loop():
     demo = """
@@ -3389,3 +3360,139 @@ def test_a_linear_probe_class_from_another_file_is_not_worth_compiling():
     found = codes({"networks/resnet_big.py": networks, "main_linear.py": main}, path="main_linear.py")
     assert (7, "PFL401") not in found  # one nn.Linear: nothing to fuse
     assert (6, "PFL401") in found  # the encoder with its head does run every step
+
+
+# ---- blind review 32 (CMC, pytorch-ddpm, PreSumm, PPO-PyTorch, transfer-learning-conv-ai) ----------------
+
+def test_a_training_function_called_only_behind_an_absl_flag_that_is_off_does_not_run():
+    main = """
+        import torch
+        from absl import app, flags
+
+        FLAGS = flags.FLAGS
+        flags.DEFINE_bool("moco", False, help="train with MoCo")
+
+        def get_shuffle_ids(bsz):
+            forward_inds = torch.randperm(bsz).long().cuda()
+            return forward_inds
+
+        def train_moco(loader, model, optimizer):
+            for x, y in loader:
+                ids = get_shuffle_ids(x.size(0))
+                loss = model(x.cuda(non_blocking=True)[ids]).sum()
+                loss.backward()
+                optimizer.step()
+
+        def train_ins(loader, model, optimizer):
+            for x, y in loader:
+                loss = model(x.cuda(non_blocking=True)).sum()
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+
+        def main(argv):
+            model = torch.nn.Linear(8, 8).cuda()
+            for epoch in range(100):
+                if FLAGS.moco:
+                    train_moco(loader, model, optimizer)
+                else:
+                    train_ins(loader, model, optimizer)
+
+        app.run(main)
+    """
+    found = codes({"train.py": main})
+    assert (9, "PFL201") not in found  # only reached through `--moco`, off by default
+    assert (24, "PFL101") in found  # the default path's step loop
+    on = main.replace('flags.DEFINE_bool("moco", False', 'flags.DEFINE_bool("moco", True')
+    assert (9, "PFL201") in codes({"train.py": on})
+    # Called also from a branch the defaults take, it runs.
+    both = main.replace("                    train_ins(loader, model, optimizer)",
+                        "                    train_moco(loader, model, optimizer)")
+    assert (9, "PFL201") in codes({"train.py": both})
+
+
+def test_a_beam_search_step_tests_its_finished_beams_on_the_host_by_design():
+    predictor = """
+        import torch
+
+        class Translator:
+            def _fast_translate_batch(self, batch, max_length):
+                alive_seq = torch.full([batch.size(0), 1], self.start_token, device=self.device)
+                for step in range(max_length):
+                    log_probs = self.model.generator(self.model.decoder(alive_seq))
+                    topk_scores, topk_ids = log_probs.topk(4, dim=-1)
+                    alive_seq = torch.cat([alive_seq, topk_ids.view(-1, 1)], -1)
+                    is_finished = topk_ids.eq(self.end_token)
+                    if is_finished.any():
+                        non_finished = is_finished.eq(0).nonzero().view(-1)
+                        if len(non_finished) == 0:
+                            break
+                        alive_seq = alive_seq.index_select(0, non_finished)
+                return alive_seq
+    """
+    assert (12, "PFL105") not in codes({"predictor.py": predictor})
+
+
+def test_the_action_a_policy_returns_to_the_environment_is_needed_on_the_host():
+    ppo = """
+        import torch
+        device = torch.device("cuda")
+
+        class PPO:
+            def select_action(self, state):
+                with torch.no_grad():
+                    state = torch.FloatTensor(state).to(device)
+                    action, action_logprob = self.policy_old.act(state)
+                self.buffer.actions.append(action)
+                return action.item()
+    """
+    train = """
+        import gym
+        from PPO import PPO
+
+        def train():
+            env = gym.make("CartPole-v1")
+            ppo_agent = PPO()
+            state = env.reset()
+            for t in range(1, 1000000):
+                action = ppo_agent.select_action(state)
+                state, reward, done, _ = env.step(action)
+    """
+    files = {"PPO.py": ppo, "train.py": train}
+    assert (11, "PFL101") not in codes(files, "PPO.py")  # the environment steps on the host: no fix here
+    # The same read of another value is reported: the policy's method runs every environment step.
+    assert (11, "PFL101") in codes({**files, "PPO.py": ppo.replace("action.item()", "action_logprob.item()")},
+                                   "PPO.py")
+
+
+def test_a_parameter_free_module_is_not_a_model_to_compile():
+    nce = """
+        import torch
+        from torch import nn
+
+        class MemoryInsDis(nn.Module):
+            def __init__(self, input_size, output_size, K, T=0.07):
+                super(MemoryInsDis, self).__init__()
+                self.register_buffer("params", torch.tensor([K, T, -1]))
+                self.register_buffer("memory", torch.rand(output_size, input_size))
+
+            def forward(self, x, y, idx):
+                weight = torch.index_select(self.memory, 0, idx.view(-1)).detach()
+                return torch.bmm(weight.view(x.size(0), -1, x.size(1)), x.unsqueeze(2)).exp()
+    """
+    train = """
+        import torch
+        from NCE.NCEAverage import MemoryInsDis
+        from models import ResNet50
+
+        def main(loader, optimizer):
+            model = ResNet50().cuda()
+            contrast = MemoryInsDis(128, 1000, 4096).cuda()
+            for x, y, idx in loader:
+                out = contrast(model(x.cuda(non_blocking=True)), y, idx)
+                out.sum().backward()
+                optimizer.step()
+    """
+    found = codes({"NCE/NCEAverage.py": nce, "train.py": train, "models.py": "class ResNet50: pass"}, path="train.py")
+    assert (8, "PFL401") not in found  # a memory bank: no layers, nothing to compile
+    assert (7, "PFL401") in found

@@ -53,6 +53,7 @@ _FIELD = re.compile(r"""^([ \t]+)(\w+)[ \t]*(?::[^=\n]+)?=[ \t]*(True|False|None
 _KEYWORD = re.compile(r"[(,]\s*(\w+)[ \t]*(:[^=\n()]*)?=(?!=)[ \t]*(True\b|False\b)?")
 _PUNCTUATION = re.compile(r"[()\[\]{},]")
 _ADD_ARGUMENT = re.compile(r"\.add_argument\(")
+_ABSL_FLAG = re.compile(r"""\bDEFINE_(?:bool|boolean|integer|float|string|enum)\(\s*['"](\w+)['"]\s*,\s*([^,()\n]+?)\s*[,)]""")
 _FLAG = re.compile(r"""^\s*(?:['"]-[\w-]*['"]\s*,\s*)*['"]--([\w-]+)['"]""")
 _DEST = re.compile(r"""\bdest\s*=\s*['"](\w+)['"]""")
 _STORE = re.compile(r"""\baction\s*=\s*['"](store_true|store_false)['"]""")
@@ -240,7 +241,7 @@ class Scan:
             self.compile_guards.append((None, False))  # `class TransitionModel(jit.ScriptModule)`: TorchScript
         self.true_defaults = {n.replace("-", "_") for pattern in _TRUE_DEFAULTS for n in pattern.findall(text)} \
             if calls or "True" in text else set()
-        self.options = _declared_options(text) if "add_argument(" in text or "_C." in text or any(
+        self.options = _declared_options(text) if "add_argument(" in text or "_C." in text or "DEFINE_" in text or any(
             f"{w}(" in text for w in _SETTINGS_CLASSES) or "class " in text and \
             _SETTINGS_NAME.search(text) and _SETTINGS_CLASS.search(text) else {}
         self.option_reads = _option_reads(text) if run or self.options else set()
@@ -253,7 +254,7 @@ class Scan:
         # self)`): none of its own code uses them (a subclass, an `__all__` entry would name them again).
         self.lone_classes = _lone_classes(text) if run and "class " in text else frozenset()
         self.runners = _runners(text) if "def __init__(self" in text else {}
-        self.heads = _heads(text) if "Linear(" in text else frozenset()
+        self.heads = _heads(text) if "Module)" in text else frozenset()
         # Names given a boolean, and names passed as keywords (only for a run: a file linted on its own knows
         # nothing of its callers).
         keywords = _KEYWORD.findall(text) if run else ()
@@ -320,11 +321,13 @@ PROJECTION_LAYERS = frozenset({"Dropout", "Linear", "Identity", "Flatten"})
 _BUILT = re.compile(r"\b([A-Za-z_][\w.]*)\(")
 _KEPT = re.compile(r"self\.\w+[ \t]*=[ \t]*([A-Za-z_][\w.]*)\(")
 _CONTAINERS = ("Module", "Sequential", "ModuleList")
+_PLAIN_MODULE = re.compile(r"\((?:torch\.)?(?:nn\.)?Module\)")  # the rest of a `class X(nn.Module):` line
 
 
 def _heads(text: str) -> frozenset[str]:
-    """Top-level module classes that build only projection layers (`class LinearClassifier(nn.Module)` whose
-    `__init__` makes one `nn.Linear`): compiling one alone gains nothing measurable."""
+    """Top-level module classes that build one linear layer and nothing else to compute with (`class
+    LinearClassifier(nn.Module)`, a linear probe), or, straight from `nn.Module`, no layer at all (a memory
+    bank of buffers: a gather and a matmul): compiling one alone gains nothing measurable."""
     found = set()
     for m in _CLASS.finditer(text):
         header = text[m.end(): text.find("\n", m.end())]
@@ -337,9 +340,12 @@ def _heads(text: str) -> frozenset[str]:
         built = [b.rsplit(".", 1)[-1] for b in _BUILT.findall(init.group(0))]
         layers = [b for b in built if b[:1].isupper() and b not in _CONTAINERS]
         kept = [b.rsplit(".", 1)[-1] for b in _KEPT.findall(init.group(0))]  # `self.encoder = model_fun()`
-        if "Linear" in layers and all(b in PROJECTION_LAYERS for b in layers) \
+        if layers.count("Linear") == 1 and all(b in PROJECTION_LAYERS for b in layers) \
                 and all(b in PROJECTION_LAYERS or b in _CONTAINERS for b in kept):
-            found.add(m.group(1))
+            found.add(m.group(1))  # one matmul (an MLP's several, with activations between, fuse and launch less)
+        elif not layers and not kept and _PLAIN_MODULE.match(header) and "add_module" not in init.group(0) \
+                and "setattr" not in init.group(0):
+            found.add(m.group(1))  # no layers at all: a memory bank's buffers, a loss's constants
     return frozenset(found)
 
 
@@ -419,6 +425,9 @@ def _declared_options(text: str) -> dict[str, str]:
             indent = indent or field.group(1)
             if field.group(1) == indent:  # the class's own fields, not a method's locals
                 add(field.group(2), field.group(3))
+    if "DEFINE_" in text:  # absl: `flags.DEFINE_integer("eval_step", 0, help=...)`
+        for m in _ABSL_FLAG.finditer(text):
+            add(m.group(1), m.group(2))
     for m in _ADD_ARGUMENT.finditer(text):
         call = "".join(_top_level_parts(text, m.end(), 4000, ",")) + ")"
         flag, dest = _FLAG.match(call), _DEST.search(call)

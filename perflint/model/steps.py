@@ -90,6 +90,7 @@ class Steps:
         self._has_step_loop: dict[FunctionInfo, tuple | None] = {}
         self.once_per_loop: dict[Frame, bool] = {}
         self.off: dict[Frame, cst.BaseExpression | None] = {}
+        self.unreached_by: dict[FunctionInfo, cst.BaseExpression | None] = {}
 
     @staticmethod
     def of(model: FileModel) -> "Steps":
@@ -162,6 +163,10 @@ class Steps:
                 if loop.kind == STEP:
                     if gate is not None:
                         return Step(False, (("gated by `{}`", gate.node.test),))
+                    off = self.unreached(f.function)
+                    if off is not None:  # `if FLAGS.moco: train_moco(...)`: its loop of steps never starts
+                        return Step(False, ((f"`{f.function.name}` is called only where the defaults never go: "
+                                             "`{}`", off),))
                     if loop.device_ops_only:
                         return self._device_loop(f, loop)
                     return Step(True, loop.why)
@@ -203,6 +208,31 @@ class Steps:
                     and self.values.default_truth(f.condition[0]) is (not f.condition[1]):
                 found = f.condition[0]
             self.off[f] = found
+        return found
+
+    def unreached(self, info: FunctionInfo | None) -> cst.BaseExpression | None:
+        """For a function of a script that the script calls only in branches the defaults never take
+        (`if FLAGS.moco: train_moco(...)`), directly or through functions called only there: the test of the
+        first such branch. None where it may run: a call on the default path, a function handed on or
+        that another file may import (a module without an entry point)."""
+        if info is None or info.is_lambda:
+            return None
+        if info in self.unreached_by:
+            return self.unreached_by[info]
+        self.unreached_by[info] = None  # a cycle of calls proves nothing
+        callers = self.values.callers().get(info, ())
+        found = None
+        if callers and not self.values.passed().get(info) and (not _callable_from_elsewhere(info) or _script(self.model)):
+            for call in callers:
+                frame = self.model.sites[call][0]
+                off = self.off_by_default(frame)
+                if off is None:
+                    off = self.unreached(frame.function) if frame.function is not info else None
+                if off is None:
+                    found = None
+                    break
+                found = found or off
+        self.unreached_by[info] = found
         return found
 
     def never_taken(self, frame: Frame) -> bool:
@@ -731,9 +761,17 @@ class Steps:
 
 
 def generates(function: FunctionInfo | None) -> bool:
-    """Whether a function is a sampling or generation method (`p_sample_loop`, `generate`, `decode`): its loop
-    makes one token or frame per iteration, a loop of steps even inside a module's class."""
-    return function is not None and any(w in function.name for w in ("sample", "generate", "decode"))
+    """Whether a function is a sampling or generation method (`p_sample_loop`, `generate`, `decode`, a beam
+    search's `_fast_translate_batch`): its loop makes one token or frame per iteration, a loop of steps even
+    inside a module's class."""
+    return function is not None and any(w in function.name for w in ("sample", "generate", "decode", "translate",
+                                                                      "beam_search"))
+
+
+def _script(model: FileModel) -> bool:
+    """A file run as a program (`if __name__ == "__main__":`, absl's `app.run(main)`): no other file imports
+    its functions."""
+    return "__main__" in model.text or "app.run(" in model.text
 
 
 def _callable_from_elsewhere(info: FunctionInfo) -> bool:

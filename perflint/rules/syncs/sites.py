@@ -273,6 +273,9 @@ def _needed_on_host(model: FileModel, node: cst.CSTNode) -> bool:
     """A copy whose result goes into host-only code: `envs.step(action.cpu().numpy())`,
     `linear_sum_assignment(cost.cpu())`, or `actions = q.argmax(1).cpu().numpy()` then `envs.step(actions)`.
     The host needs the data every step by design; there is no fix at this line."""
+    if type(node) is cst.Call and type(node.func) is cst.Attribute \
+            and (dotted(node.func.value) or "").rsplit(".", 1)[-1] in ("action", "actions"):
+        return True  # `return action.item()`: an agent's action, for the environment on the host
     taker = _taker(model, node)
     if type(taker) is cst.Assign:
         return _name_goes_to_host(model, taker)
@@ -411,28 +414,16 @@ def _device_argument(model: FileModel, call: cst.Call) -> bool:
 
 
 def _paid_after(model: FileModel, values: Values, site: SyncSite, later: list[SyncSite]) -> SyncSite | None:
-    """A wait that surely runs next in the same iteration, with no device work queued in between: it waits
-    for the same work, so removing this read would save nothing. Either an explicit `synchronize()`
-    (`loss.item()` then the timing `torch.cuda.synchronize()`), or, in a loop that does not train, a copy of
-    results the host computes with (an evaluation that scores each batch's predictions on the host:
-    `losses.update(loss.item())`, then `get_final_preds(output.clone().cpu().numpy())`); the copy's own
-    operand (`.clone()`, a cast) is no reason to wait twice."""
-    loop = site.frame.loop
+    """An explicit `synchronize()` that surely runs next in the same iteration, with no device work queued
+    in between (`loss.item()` then the timing `torch.cuda.synchronize()`): it waits for the same work, so
+    removing this read would save nothing."""
     for after in later:
-        if after.frame.function is not site.frame.function or after.frame.loop is not loop \
-                or not after.frame.encloses(site.frame):
+        if after.frame.function is not site.frame.function or after.frame.loop is not site.frame.loop:
             continue
-        if after.code == "PFL109":
-            return None if _device_work_between(model, values, after, site) else after
-        if after.code in ("PFL102", "PFL103") and not after.reported and not after.maybe and loop is not None \
-                and not _collected(model, after.node) and not _trains(model, loop):
-            return None if _device_work_between(model, values, after, site, operand=False) else after
+        if after.code != "PFL109" or not after.frame.encloses(site.frame):
+            continue
+        return None if _device_work_between(model, values, after, site) else after
     return None
-
-
-def _trains(model: FileModel, loop: Frame) -> bool:
-    steps = Steps.of(model)
-    return any(steps.trains(c) for c in steps.calls_in(loop))
 
 
 def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
@@ -518,20 +509,35 @@ def _writes_out(model: FileModel, call: cst.Call) -> bool:
 
 
 def _exit_tests(model: FileModel) -> list[cst.BaseExpression]:
-    """The conditions that end a loop or a function: `if ...: break` / `return`, and `while ...:`."""
+    """The conditions that end a loop or a function: `if ...: break` / `return`, also further down the
+    branches it guards (a beam search's `if is_finished.any():` that prunes, then breaks when none is left),
+    and `while ...:`."""
     found = model._memo.get("exit-tests")
     if found is None:
         found = model._memo["exit-tests"] = [w.test for w in model.nodes(cst.While)]
-        for node in model.nodes(cst.If):
-            if type(node.body) is cst.SimpleStatementSuite:  # `if done: break` on one line
-                smalls = list(node.body.body)
-            else:
-                body = node.body.body
-                lines = [s for s in body if type(s) is cst.SimpleStatementLine]
-                smalls = [small for line in lines for small in line.body] if len(lines) == len(body) else []
-            if any(type(small) in (cst.Break, cst.Return) for small in smalls):
-                found.append(node.test)
+        found += [node.test for node in model.nodes(cst.If) if _exits(node.body)]
     return found
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    """Whether a block holds a `break` or `return`, itself or in the branches and blocks inside it (not in an
+    inner loop, whose `break` ends that loop)."""
+    for statement in block.body:
+        kind = type(statement)
+        if kind in (cst.SimpleStatementLine, cst.Break, cst.Return):
+            if kind is not cst.SimpleStatementLine or any(type(s) in (cst.Break, cst.Return) for s in statement.body):
+                return True
+        elif kind is cst.If:
+            branch = statement
+            while type(branch) is cst.If:
+                if _exits(branch.body):
+                    return True
+                branch = branch.orelse
+            if branch is not None and _exits(branch.body):
+                return True
+        elif kind in (cst.With, cst.Try) and _exits(statement.body):
+            return True
+    return False
 
 
 def _names_in(model: FileModel, node: cst.CSTNode) -> list[cst.Name]:
@@ -561,11 +567,9 @@ _NO_KERNEL = {"item", "tolist", "cpu", "numpy", "synchronize", "size", "dim", "d
               "unsqueeze", "permute", "transpose", "t", "expand", "expand_as", "narrow", "select", "unflatten"}
 
 
-def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev: SyncSite,
-                         operand: bool = True) -> bool:
+def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev: SyncSite) -> bool:
     """Whether device work is queued between two waits (a model's forward, `.backward()`, any op whose
-    result is on the device): the second then waits for it again. `operand`: count the work of the second
-    wait's own operand (`(e < 1).float().mean().item()`)."""
+    result is on the device): the second then waits for it again."""
     steps = Steps.of(model)
     calls = site.frame.function.calls if site.frame.function is not None else model.calls
     in_prev = True  # in file order, the calls right after the first wait are its operand's, until one is not
@@ -580,8 +584,6 @@ def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev:
         if order > site.order:
             if not _inside(model, call, site.node):
                 break  # after the second wait's operand (`(e < 1).float().mean()`, which runs before it reads)
-            if not operand:
-                continue
         elif _inside(model, site.node, call):
             continue  # `meter.update(loss.item())` runs after the read
         if method_name(call) in _NO_KERNEL:
