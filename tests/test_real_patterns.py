@@ -3409,6 +3409,10 @@ def test_a_training_function_called_only_behind_an_absl_flag_that_is_off_does_no
     both = main.replace("                    train_ins(loader, model, optimizer)",
                         "                    train_moco(loader, model, optimizer)")
     assert (9, "PFL201") in codes({"train.py": both})
+    # A script whose defaults run no loop of steps at all (Hugging Face's `if args.do_train: train(...)`) is run
+    # with the option: its functions behind it are its purpose, not a switch left off.
+    only = main.replace("                else:\n                    train_ins(loader, model, optimizer)\n", "")
+    assert (9, "PFL201") in codes({"train.py": only})
 
 
 def test_a_beam_search_step_tests_its_finished_beams_on_the_host_by_design():
@@ -3496,3 +3500,15 @@ def test_a_parameter_free_module_is_not_a_model_to_compile():
     found = codes({"NCE/NCEAverage.py": nce, "train.py": train, "models.py": "class ResNet50: pass"}, path="train.py")
     assert (8, "PFL401") not in found  # a memory bank: no layers, nothing to compile
     assert (7, "PFL401") in found
+    # A wrapper that builds no layer but keeps the model it is given (HRNet's `FullModel(model, loss)`) runs it.
+    wrapper = nce + """
+        class FullModel(nn.Module):
+            def __init__(self, model, loss):
+                super(FullModel, self).__init__()
+                self.model = model
+                self.loss = loss
+    """
+    wrapped = train.replace("from NCE.NCEAverage import MemoryInsDis", "from NCE.NCEAverage import FullModel").replace(
+        "MemoryInsDis(128, 1000, 4096)", "FullModel(ResNet50(), torch.nn.CrossEntropyLoss())")
+    assert (8, "PFL401") in codes({"NCE/NCEAverage.py": wrapper, "train.py": wrapped, "models.py": "class ResNet50: pass"},
+                                  path="train.py")

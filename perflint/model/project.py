@@ -319,6 +319,8 @@ def _runners(text: str) -> dict[str, str]:
 # 3))`, a linear probe's `self.fc = nn.Linear(feat_dim, n)`) is one matmul and its bias, already one kernel each.
 PROJECTION_LAYERS = frozenset({"Dropout", "Linear", "Identity", "Flatten"})
 _BUILT = re.compile(r"\b([A-Za-z_][\w.]*)\(")
+_INIT = re.compile(r"^([ \t]+)def __init__\(.*?(?=\n\1(?:def |@)|\Z)", re.DOTALL | re.MULTILINE)
+_STORED = re.compile(r"self\.\w+[ \t]*=[ \t]*(\w+)[ \t]*(?:#.*)?$", re.MULTILINE)  # `self.model = model`
 _KEPT = re.compile(r"self\.\w+[ \t]*=[ \t]*([A-Za-z_][\w.]*)\(")
 _CONTAINERS = ("Module", "Sequential", "ModuleList")
 _PLAIN_MODULE = re.compile(r"\((?:torch\.)?(?:nn\.)?Module\)")  # the rest of a `class X(nn.Module):` line
@@ -334,7 +336,7 @@ def _heads(text: str) -> frozenset[str]:
         if "Module" not in header:
             continue
         body = _top_level_block(text, m.end())
-        init = re.search(r"def __init__\(.*?(?=\n[ \t]+def |\Z)", body, re.DOTALL)
+        init = _INIT.search(body)  # up to the next method (a `def block(...)` nested in it is part of it)
         if init is None:
             continue
         built = [b.rsplit(".", 1)[-1] for b in _BUILT.findall(init.group(0))]
@@ -344,8 +346,10 @@ def _heads(text: str) -> frozenset[str]:
                 and all(b in PROJECTION_LAYERS or b in _CONTAINERS for b in kept):
             found.add(m.group(1))  # one matmul (an MLP's several, with activations between, fuse and launch less)
         elif not layers and not kept and _PLAIN_MODULE.match(header) and "add_module" not in init.group(0) \
-                and "setattr" not in init.group(0):
-            found.add(m.group(1))  # no layers at all: a memory bank's buffers, a loss's constants
+                and "setattr" not in init.group(0) and not any(
+                    any(w in name.lower() for w in (*_MODEL_WORDS, "loss", "criterion"))
+                    for name in _STORED.findall(init.group(0))):
+            found.add(m.group(1))  # no layers at all: a memory bank's buffers (not `self.model = model`)
     return frozenset(found)
 
 

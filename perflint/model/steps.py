@@ -214,7 +214,34 @@ class Steps:
         """For a function of a script that the script calls only in branches the defaults never take
         (`if FLAGS.moco: train_moco(...)`), directly or through functions called only there: the test of the
         first such branch. None where it may run: a call on the default path, a function handed on or
-        that another file may import (a module without an entry point)."""
+        that another file may import (a module without an entry point), and in a script whose defaults run
+        no loop of steps at all (`if args.do_train: train(...)`, `if args.do_eval: evaluate(...)`: those
+        options are what the script is run with, not switches left off)."""
+        if info is None or not self._default_steps():
+            return None
+        return self._unreached(info)
+
+    def _default_steps(self) -> bool:
+        found = self.model._memo.get("default-steps")
+        if found is None:
+            found, seen = False, set()
+            for call in self.model.calls:
+                loop = self.model.sites[call][0].loop
+                if loop is None or loop in seen:
+                    continue
+                seen.add(loop)
+                function = loop.function
+                if function is not None and _script(self.model) and not self.values.callers().get(function) \
+                        and not self.values.passed().get(function):
+                    continue  # a script's function nothing calls
+                if self.loop_kind(loop).kind == STEP and self.off_by_default(loop) is None \
+                        and self._unreached(function) is None:
+                    found = True
+                    break
+            self.model._memo["default-steps"] = found
+        return found
+
+    def _unreached(self, info: FunctionInfo | None) -> cst.BaseExpression | None:
         if info is None or info.is_lambda:
             return None
         if info in self.unreached_by:
@@ -227,7 +254,7 @@ class Steps:
                 frame = self.model.sites[call][0]
                 off = self.off_by_default(frame)
                 if off is None:
-                    off = self.unreached(frame.function) if frame.function is not info else None
+                    off = self._unreached(frame.function) if frame.function is not info else None
                 if off is None:
                     found = None
                     break
