@@ -3413,6 +3413,11 @@ def test_a_training_function_called_only_behind_an_absl_flag_that_is_off_does_no
     # with the option: its functions behind it are its purpose, not a switch left off.
     only = main.replace("                else:\n                    train_ins(loader, model, optimizer)\n", "")
     assert (9, "PFL201") in codes({"train.py": only})
+    # A keyword named like one of the script's functions (`load(evaluate=True)`) hands no function on: with
+    # `train_ins` called only there, the defaults still run no loop of steps.
+    named = only.replace("        def main(argv):", "        def load(evaluate=False):\n            return evaluate\n\n"
+                                                    "        def main(argv):\n            load(train_ins=True)")
+    assert (9, "PFL201") in codes({"train.py": named})
 
 
 def test_a_beam_search_step_tests_its_finished_beams_on_the_host_by_design():

@@ -451,7 +451,11 @@ class Values:
             names = {info.name for info in model.functions if not info.is_lambda} - {"__init__"}
             attributes = model.nodes(cst.Attribute)
             skip = {call.func for call in model.calls} | {a.attr for a in attributes} \
-                | {info.node.name for info in model.functions if not info.is_lambda}
+                | {info.node.name for info in model.functions if not info.is_lambda} \
+                | {p.name for info in model.functions
+                   for p in (*info.node.params.params, *info.node.params.kwonly_params, *info.node.params.posonly_params)} \
+                | {a.keyword for call in model.calls for a in call.args if a.keyword is not None}
+            # (a parameter or keyword named like a function, `load_examples(args, evaluate=True)`, names none)
             for node in [n for n in model.nodes(cst.Name) if n.value in names] \
                     + [a for a in attributes if a.attr.value in names]:
                 if node in skip:
