@@ -112,9 +112,9 @@ class FileFacts:
     # run a method of it other than `forward` (`DDIMSampler(model)`, whose steps call `model.apply_model`):
     # (("DDIMSampler", "apply_model"), ...); "" for one that calls none.
     runners: tuple[tuple[str, str], ...] = ()
-    # Module classes it defines or imports from another file of the run that build only projection layers
-    # (`LinearClassifier`, one `nn.Linear`): nothing to compile.
-    heads: frozenset[str] = frozenset()
+    # Module classes it defines or imports from another file of the run with nothing to compile: one `nn.Linear`
+    # (a linear probe's `LinearClassifier`) or no layer at all (a memory bank of buffers).
+    light_modules: frozenset[str] = frozenset()
     # Names of its boolean parameters (`def generate(..., return_list=False)`) that another file of its program
     # may pass by keyword (it writes `return_list=` somewhere); None when the run holds no other file of the
     # program. A flag no file passes has its default wherever the file has no call of the function.
@@ -128,7 +128,7 @@ class FileFacts:
         runners = ",".join(f"{n}={m}" for n, m in self.runners)
         passed = "-" if self.flags_passed is None else ",".join(sorted(self.flags_passed))
         return (f"{flags}:{','.join(sorted(self.local_imports))}:{options}:{','.join(sorted(self.read_backs))}:"
-                f"{','.join(sorted(self.unused_classes))}:{runners}:{passed}:{','.join(sorted(self.heads))}")
+                f"{','.join(sorted(self.unused_classes))}:{runners}:{passed}:{','.join(sorted(self.light_modules))}")
 
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
@@ -139,7 +139,7 @@ class FileFacts:
                          compiled_by_default=scan.compiled_by_default(scan.true_defaults),
                          options=_read_options(scan, {}), read_backs=scan.read_backs,
                          default_device=scan.default_device, custom_to=scan.custom_to,
-                         runners=tuple(sorted(scan.runners.items())), heads=scan.heads)
+                         runners=tuple(sorted(scan.runners.items())), light_modules=scan.light_modules)
 
 
 def declares_distribution(root: Path) -> bool:
@@ -170,7 +170,7 @@ class Scan:
 
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
-                 "runs_code", "dynamic_imports", "lone_classes", "runners", "heads", "flags", "assigned")
+                 "runs_code", "dynamic_imports", "lone_classes", "runners", "light_modules", "flags", "assigned")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
         """`run`: the file is one of a run's, so the options it reads are scanned even where it declares none
@@ -254,7 +254,7 @@ class Scan:
         # self)`): none of its own code uses them (a subclass, an `__all__` entry would name them again).
         self.lone_classes = _lone_classes(text) if run and "class " in text else frozenset()
         self.runners = _runners(text) if "def __init__(self" in text else {}
-        self.heads = _heads(text) if "Module)" in text else frozenset()
+        self.light_modules = _light_modules(text) if "Module)" in text else frozenset()
         # Names given a boolean, and names passed as keywords (only for a run: a file linted on its own knows
         # nothing of its callers).
         keywords = _KEYWORD.findall(text) if run else ()
@@ -326,7 +326,7 @@ _CONTAINERS = ("Module", "Sequential", "ModuleList")
 _PLAIN_MODULE = re.compile(r"\((?:torch\.)?(?:nn\.)?Module\)")  # the rest of a `class X(nn.Module):` line
 
 
-def _heads(text: str) -> frozenset[str]:
+def _light_modules(text: str) -> frozenset[str]:
     """Top-level module classes that build one linear layer and nothing else to compute with (`class
     LinearClassifier(nn.Module)`, a linear probe), or, straight from `nn.Module`, no layer at all (a memory
     bank of buffers: a gather and a matmul): compiling one alone gains nothing measurable."""
@@ -534,7 +534,7 @@ class Project:
         self._options: dict[str, dict[str, str]] = {}  # per file: the options its program declares
         self._read_back_names = set().union(*(s.read_backs for s in scans.values()))
         self._runner_names = set().union(*(s.runners for s in scans.values()))
-        self._head_names = set().union(*(s.heads for s in scans.values()))
+        self._light_names = set().union(*(s.light_modules for s in scans.values()))
         self._flags_passed: dict[str, frozenset[str]] = {}  # per file of a program of several files
         importers, wholesale = self._imports()
         self._programs = self._connect(importers)
@@ -706,12 +706,12 @@ class Project:
                 found = self.function_file(path, level, module, n, ())
                 if found is not None and found[1] in self.scans[found[0]].runners:
                     runners[n] = self.scans[found[0]].runners[found[1]]
-        heads = set(scan.heads)
-        for level, module, names in scan.imports if self._head_names else ():
-            for n in self._head_names.intersection(names):
+        light = set(scan.light_modules)
+        for level, module, names in scan.imports if self._light_names else ():
+            for n in self._light_names.intersection(names):
                 found = self.function_file(path, level, module, n, ())
-                if found is not None and found[1] in self.scans[found[0]].heads:
-                    heads.add(n)
+                if found is not None and found[1] in self.scans[found[0]].light_modules:
+                    light.add(n)
         return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path) and not tests_as_code,
                          device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=default_device,
@@ -719,7 +719,7 @@ class Project:
                          read_backs=frozenset(read_backs), unused=path in self._unused,
                          unused_classes=self._unused_classes.get(path, frozenset()),
                          runners=tuple(sorted(runners.items())), flags_passed=self._flags_passed.get(path),
-                         heads=frozenset(heads))
+                         light_modules=frozenset(light))
 
 
 def _common(a: str, b: str) -> tuple:

@@ -91,6 +91,7 @@ class Steps:
         self.once_per_loop: dict[Frame, bool] = {}
         self.off: dict[Frame, cst.BaseExpression | None] = {}
         self.unreached_by: dict[FunctionInfo, cst.BaseExpression | None] = {}
+        self.default_steps: bool | None = None
 
     @staticmethod
     def of(model: FileModel) -> "Steps":
@@ -222,7 +223,8 @@ class Steps:
         return self._unreached(info)
 
     def _default_steps(self) -> bool:
-        found = self.model._memo.get("default-steps")
+        """Whether the defaults run some loop of steps of this file (memoized)."""
+        found = self.default_steps
         if found is None:
             found, seen = False, set()
             for call in self.model.calls:
@@ -238,7 +240,7 @@ class Steps:
                         and self._unreached(function) is None:
                     found = True
                     break
-            self.model._memo["default-steps"] = found
+            self.default_steps = found
         return found
 
     def _unreached(self, info: FunctionInfo | None) -> cst.BaseExpression | None:

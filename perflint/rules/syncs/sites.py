@@ -522,10 +522,12 @@ def _exit_tests(model: FileModel) -> list[cst.BaseExpression]:
 def _exits(block: cst.BaseSuite) -> bool:
     """Whether a block holds a `break` or `return`, itself or in the branches and blocks inside it (not in an
     inner loop, whose `break` ends that loop)."""
-    for statement in block.body:
+    for statement in block.body:  # (a one-line suite, `if done: break`, holds the small statements themselves)
         kind = type(statement)
-        if kind in (cst.SimpleStatementLine, cst.Break, cst.Return):
-            if kind is not cst.SimpleStatementLine or any(type(s) in (cst.Break, cst.Return) for s in statement.body):
+        if kind in (cst.Break, cst.Return):
+            return True
+        if kind is cst.SimpleStatementLine:
+            if any(type(s) in (cst.Break, cst.Return) for s in statement.body):
                 return True
         elif kind is cst.If:
             branch = statement
