@@ -3196,6 +3196,28 @@ def test_a_loss_detached_or_read_as_a_number_before_it_is_collected_keeps_no_gra
     assert (13, "PFL604") in codes({"train.py": kept})
 
 
+def test_a_running_sum_of_losses_read_through_data_holds_no_graph():
+    # NER-pytorch's train.py (blind review 33): old code sums `.data[0]` of each step's loss and logs the sum
+    train = """
+        import torch
+
+        losses = []
+        loss = 0.0
+        for count, sentence in enumerate(data):
+            nll = model.neg_log_likelihood(sentence.cuda())
+            loss += nll.data[0] / len(sentence)
+            nll.backward()
+            optimizer.step()
+            if count % plot_every == 0:
+                loss /= plot_every
+                losses.append(loss)
+                loss = 0.0
+    """
+    assert not [c for c in codes({"train.py": train}) if c[1] == "PFL604"]
+    kept = train.replace("nll.data[0] / len(sentence)", "nll / len(sentence)")
+    assert (13, "PFL604") in codes({"train.py": kept})
+
+
 def test_a_head_of_dropout_and_a_linear_layer_is_not_worth_compiling():
     xnli = """
         import torch

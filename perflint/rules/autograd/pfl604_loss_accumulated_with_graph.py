@@ -17,6 +17,43 @@ def _names(node: cst.CSTNode) -> set[str]:
     return {n.value for n in find_all(node, cst.Name)}
 
 
+def _only_numbers(name: str, scope: cst.CSTNode) -> bool:
+    """Whether every binding of `name` in the scope is a number or a detached value (`loss = 0.0`, `loss +=
+    nll.data[0] / n`, `loss /= k`): an accumulator of what old code read through `.data`, with no graph."""
+    bound = False
+    for node in find_all(scope, (cst.Assign, cst.AugAssign)):
+        targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+        if any(type(t) is cst.Name and t.value == name for t in targets):
+            value = node.value if type(node) is cst.Assign else \
+                cst.BinaryOperation(cst.Name(name), cst.Add(), node.value)  # `loss /= k`: `loss / k`
+            if not _detached(value, name):
+                return False
+            bound = True
+    return bound
+
+
+def _detached(expr: cst.BaseExpression, name: str) -> bool:
+    """A number, the accumulator itself, a read through `.data` (`nll.data[0]`), a detaching call, or
+    arithmetic on one of these (by a plain name: `loss / plot_every`)."""
+    kind = type(expr)
+    if kind in (cst.Integer, cst.Float) or kind is cst.Name and expr.value == name:
+        return True
+    if kind is cst.Attribute:
+        return expr.attr.value == "data"
+    if kind is cst.Subscript:
+        return _detached(expr.value, name)
+    if kind is cst.Call:
+        called = method_name(expr) or dotted(expr.func)
+        return called in _DETACHING or called == "len"
+    if kind is cst.UnaryOperation:
+        return _detached(expr.expression, name)
+    if kind is cst.BinaryOperation:  # `nll.data[0] / len(batch)`, `loss / plot_every`: not `nll / len(batch)`
+        right = expr.right
+        return _detached(expr.left, name) and (
+            _detached(right, name) or type(right) in (cst.Name, cst.Attribute) and "loss" not in (dotted(right) or "loss"))
+    return False
+
+
 class LossAccumulatedWithGraph(Rule):
     code = "PFL604"
     call_names = frozenset({"append"})
@@ -61,7 +98,9 @@ that trains, other than a loop over epochs, makes it anew each step (`losses = [
 it holds one step's graphs at most; blind review 25 found three such findings, all wrong), under
 `no_grad`, in a loop that does not train itself (an evaluation loop inside the epoch loop), and where the
 loop rebinds the name to a detached value or a number first (`loss = loss.detach()`, `step_loss =
-reduce(loss).item()`: blind review 29's four findings, all wrong). It does not tell the two costs apart:
+reduce(loss).item()`: blind review 29's four findings, all wrong), or where every binding of the collected
+name is a number or a read through `.data` (`loss += nll.data[0] / n` in old code, then `losses.append(loss)`:
+blind review 33's two findings, both wrong). It does not tell the two costs apart:
 the reference pair shows the expensive one (a held-out loss that is never backpropagated keeps each
 step's activations); for the backpropagated loss itself the retained graph nodes live outside the tensor
 allocator, so no deterministic count shows them.
@@ -101,6 +140,8 @@ allocator, so no deterministic count shows them.
         if acc is None or not trains(model, loop) or self._detached_before(value, node, loop, model):
             return
         scope = model.def_of(frame) or model.module
+        if type(value) is cst.Name and _only_numbers(value.value, scope):
+            return  # `loss += nll.data[0]`, then `losses.append(loss)`: a sum of numbers, no graph
         if self._backpropagated(acc.split(".")[0], scope) or self._made_each_step(acc, frame, model):
             return
         self.report(model, node, self.message.format(target=acc, value=(dotted(value) or "the loss")))
