@@ -3539,3 +3539,29 @@ def test_a_parameter_free_module_is_not_a_model_to_compile():
         "MemoryInsDis(128, 1000, 4096)", "FullModel(ResNet50(), torch.nn.CrossEntropyLoss())")
     assert (8, "PFL401") in codes({"NCE/NCEAverage.py": wrapper, "train.py": wrapped, "models.py": "class ResNet50: pass"},
                                   path="train.py")
+
+
+# ---- blind review 33 (dgcnn.pytorch, NER-pytorch) ------------------------------------------------------------
+
+def test_a_read_inside_a_no_grad_block_pays_for_the_reads_after_it():
+    # dgcnn.pytorch's main_semseg_scannet.py: the accuracy is read under `with torch.no_grad():`, then the loss
+    train = """
+        import torch
+
+        def train(model, loader, optimizer, criterion):
+            model.cuda()
+            for points, target in loader:
+                points, target = points.cuda(), target.cuda()
+                optimizer.zero_grad()
+                pred = model(points)
+                loss = criterion(pred, target)
+                loss.backward()
+                optimizer.step()
+                with torch.no_grad():
+                    correct = (pred.argmax(1) == target).sum().item()
+                loss_sum += loss.item()
+    """
+    found = [c for c in codes({"train.py": train}) if c[1] == "PFL101"]
+    assert found == [(14, "PFL101")]  # the first read waits; the loss read after it is free
+    queued = train.replace("loss_sum += loss.item()", "model(points).sum().item()")
+    assert (15, "PFL101") in codes({"train.py": queued})  # device work queued between: it waits again

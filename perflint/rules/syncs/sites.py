@@ -384,7 +384,10 @@ def _paid_by(model: FileModel, values: Values, site: SyncSite, earlier: list[Syn
             continue
         if prev.order >= site.order:
             continue
-        if not prev.frame.encloses(site.frame) and not (
+        runs = prev.frame  # a `with torch.no_grad():` body always runs: a wait in it pays for what follows it
+        while runs.kind == "block" and not runs.encloses(site.frame):
+            runs = runs.parent
+        if not runs.encloses(site.frame) and not (
                 prev.code == "PFL109" and prev.frame.kind == "branch" and prev.frame.parent.encloses(site.frame)):
             continue
         if prev.node is site.node or _inside(model, site.node, prev.node):
