@@ -3565,3 +3565,160 @@ def test_a_read_inside_a_no_grad_block_pays_for_the_reads_after_it():
     assert found == [(14, "PFL101")]  # the first read waits; the loss read after it is free
     queued = train.replace("loss_sum += loss.item()", "model(points).sum().item()")
     assert (15, "PFL101") in codes({"train.py": queued})  # device work queued between: it waits again
+
+
+# ---- blind review 34 (pytorch-fm, MAML-Pytorch, LTSF-Linear, pymarl, style-based-gan-pytorch) ----------------
+
+def test_a_model_made_by_a_factory_of_one_model_per_branch_is_reported_where_the_factory_is_called():
+    # pytorch-fm's examples/main.py: get_model(name) returns one of 18 models; the report went to the last branch
+    main = """
+        import torch
+        from torchfm.model.afi import AutomaticFeatureInteractionModel
+        from torchfm.model.afn import AdaptiveFactorizationNetwork
+
+        def get_model(name, field_dims):
+            if name == "afi":
+                return AutomaticFeatureInteractionModel(field_dims, embed_dim=16)
+            elif name == "afn":
+                return AdaptiveFactorizationNetwork(field_dims, embed_dim=16)
+            raise ValueError(name)
+
+        def main(loader, field_dims, device, model_name="afi"):
+            model = get_model(model_name, field_dims).to(device)
+            optimizer = torch.optim.Adam(model.parameters())
+            for fields, target in loader:
+                loss = model(fields.to(device)).sum()
+                loss.backward()
+                optimizer.step()
+    """
+    found = [c for c in codes({"main.py": main}) if c[1] == "PFL401"]
+    assert found == [(14, "PFL401")]
+    one = main.replace('''            elif name == "afn":
+                return AdaptiveFactorizationNetwork(field_dims, embed_dim=16)
+''', "")
+    assert [c for c in codes({"main.py": one}) if c[1] == "PFL401"] == [(8, "PFL401")]  # one model: where it is built
+
+
+def test_old_code_s_variable_wraps_a_tensor_not_a_model():
+    # MAML-Pytorch's backup/mainv0.py: `Variable(...).cuda()` handed to `net.train(...)` was taken for a model
+    main = """
+        import torch
+        from torch.autograd import Variable
+        from csml import CSML
+
+        def main(batches):
+            net = CSML()
+            for support_x, query_x in batches:
+                support_x = Variable(torch.from_numpy(support_x).float()).cuda()
+                query_x = Variable(torch.from_numpy(query_x).float()).cuda()
+                accs = net.train(support_x, query_x)
+    """
+    assert not [c for c in codes({"main.py": main}) if c[1] == "PFL401"]
+    read = main.replace("accs = net.train(support_x, query_x)", "net(support_x).sum().backward(); print(query_x.sum().item())")
+    assert (11, "PFL101") in codes({"main.py": read})  # the tensor it wraps, moved to the device
+
+
+def test_a_function_nothing_calls_in_an_imported_module_runs_no_step():
+    # LTSF-Linear's FEDformer/layers/utils.py: a train() left over from another project beside the get_filter
+    # the model imports
+    utils = """
+        import torch
+
+        def get_filter(base, k):
+            return torch.ones(k, k)
+
+        def train(model, loader, optimizer, device):
+            model.train()
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+    """
+    model = """
+        import torch
+        from layers.utils import get_filter
+
+        class Wavelet(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("f", get_filter("legendre", 8))
+    """
+    files = {"layers/utils.py": utils, "models/wavelet.py": model}
+    assert not codes(files, path="layers/utils.py")
+    called = model + "\n        def fit(m, loader, opt):\n            from layers.utils import train\n" \
+                     "            train(m, loader, opt, 'cuda')\n"
+    found = codes({**files, "models/wavelet.py": called}, path="layers/utils.py")
+    assert (10, "PFL203") in found and (14, "PFL101") in found
+
+
+def test_a_file_kept_in_a_backup_folder_is_not_the_run():
+    # MAML-Pytorch's backup/naive5_train.py: an old copy of the training script
+    train = """
+        import torch
+
+        def main(model, loader, optimizer):
+            model.cuda()
+            for x, y in loader:
+                x, y = x.cuda(), y.cuda()
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+
+        if __name__ == "__main__":
+            main()
+    """
+    assert not codes({"backup/naive5_train.py": train})
+    assert (11, "PFL101") in codes({"legacy/naive5_train.py": train})  # legacy/ examples often still run
+
+
+def test_a_block_run_once_an_interval_has_passed_is_a_gate():
+    # pymarl's q_learner.py: statistics logged when `learner_log_interval` env steps have passed since the last time
+    learner = """
+        import torch
+
+        class QLearner:
+            def __init__(self, mac, args):
+                self.mac, self.args = mac, args
+                self.log_stats_t = -args.learner_log_interval - 1
+
+            def train(self, batch, t_env):
+                loss = (self.mac.forward(batch.cuda()) ** 2).mean()
+                self.optimiser.zero_grad()
+                loss.backward()
+                self.optimiser.step()
+                if t_env - self.log_stats_t >= self.args.learner_log_interval:
+                    self.logger.log_stat("loss", loss.item(), t_env)
+                    self.log_stats_t = t_env
+
+        def run(learner, loader):
+            for t, batch in enumerate(loader):
+                learner.train(batch, t)
+    """
+    assert not [c for c in codes({"q_learner.py": learner}) if c[1] == "PFL101"]
+    every_step = learner.replace("self.log_stats_t = t_env", "pass")  # nothing restarts the count: every step
+    assert (15, "PFL101") in codes({"q_learner.py": every_step})
+
+
+def test_a_grid_of_samples_drawn_every_k_steps_is_not_a_step_loop():
+    # style-based-gan-pytorch's train.py: every 100 iterations, a few generator calls for a preview image
+    train = """
+        import torch
+
+        def train(generator, g_running, loader, g_optimizer, code_size):
+            g_running.cuda()
+            for i, real in enumerate(loader):
+                loss = generator(real.cuda()).mean()
+                loss.backward()
+                g_optimizer.step()
+                if (i + 1) % 100 == 0:
+                    images = []
+                    with torch.no_grad():
+                        for _ in range(10):
+                            images.append(g_running(torch.randn(5, code_size).cuda()).data.cpu())
+    """
+    found = codes({"train.py": train})
+    assert not [c for c in found if c[0] == 14]
+    assert (14, "PFL201") in codes({"train.py": train.replace("if (i + 1) % 100 == 0:", "if True:")})

@@ -230,6 +230,22 @@ def _periodic(test: cst.BaseExpression) -> bool:
                for n in _walk_expr(test))
 
 
+def interval_gate(node: cst.If) -> bool:
+    """`if t_env - self.log_stats_t >= interval:` whose body restarts the count (`self.log_stats_t = t_env`):
+    once every `interval` steps, like `step % k == 0`."""
+    test = node.test
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 \
+            or type(test.comparisons[0].operator) not in (cst.GreaterThanEqual, cst.GreaterThan) \
+            or type(test.left) is not cst.BinaryOperation or type(test.left.operator) is not cst.Subtract:
+        return False
+    mark = dotted(test.left.right)
+    if mark is None or type(node.body) is not cst.IndentedBlock:
+        return False
+    return any(type(line) is cst.SimpleStatementLine and any(
+        type(small) is cst.Assign and any(dotted(t.target) == mark for t in small.targets) for small in line.body)
+        for line in node.body.body)
+
+
 def _walk_expr(node: cst.CSTNode):
     stack = [node]
     while stack:
@@ -862,7 +878,7 @@ class Walker:
             if bound and loop.encloses(bound[-1].frame):
                 test = bound[-1].value
         gated = loop is not None and _gate(test, counters) or _periodic(test) \
-            and not (type(test) is cst.UnaryOperation and type(test.operator) is cst.Not)
+            and not (type(test) is cst.UnaryOperation and type(test.operator) is cst.Not) or interval_gate(node)
         kind = "gate" if gated else "once" if _caches(node) else "branch"
         body = Frame(kind, node, model.frame)
         body.condition = (node.test, True)

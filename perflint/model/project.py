@@ -98,9 +98,10 @@ class FileFacts:
     # Command-line options it reads (`self.args.use_multi_gpu`) that it or another file of its program
     # declares, with their defaults as literal text: (("use_multi_gpu", "False"), ...).
     options: tuple[tuple[str, str], ...] = ()
-    # Its top-level classes that nothing in the program names (`class CrossEntropyLabelSmooth` that the
-    # training scripts never use): their methods never run.
-    unused_classes: frozenset[str] = frozenset()
+    # Its top-level classes and functions that nothing in the program names (`class CrossEntropyLabelSmooth`
+    # that the training scripts never use, a `train()` left over in a module whose `get_filter` alone is
+    # imported): their code never runs.
+    unused_defines: frozenset[str] = frozenset()
     # Top-level functions it defines or imports from another file of the run that end by reading a value back
     # to the host (`from utils import accuracy`, whose `return correct.item() * ...`): calling one is a wait.
     read_backs: frozenset[str] = frozenset()
@@ -128,7 +129,7 @@ class FileFacts:
         runners = ",".join(f"{n}={m}" for n, m in self.runners)
         passed = "-" if self.flags_passed is None else ",".join(sorted(self.flags_passed))
         return (f"{flags}:{','.join(sorted(self.local_imports))}:{options}:{','.join(sorted(self.read_backs))}:"
-                f"{','.join(sorted(self.unused_classes))}:{runners}:{passed}:{','.join(sorted(self.light_modules))}")
+                f"{','.join(sorted(self.unused_defines))}:{runners}:{passed}:{','.join(sorted(self.light_modules))}")
 
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
@@ -165,12 +166,21 @@ def is_test_path(path: str) -> bool:
         or bool(words & {"test", "tests", "testing"})
 
 
+_SET_ASIDE = frozenset({"backup", "backups", "deprecated", "obsolete", "archive", "archived", "unused", "attic"})
+
+
+def set_aside(path: str) -> bool:
+    """A file below a folder that keeps copies out of the run (`backup/csmlv0.py`, `deprecated/`); not `legacy/`
+    or `old/`, which often hold examples that still run."""
+    return any(p.lower() in _SET_ASIDE for p in PurePosixPath(path.replace("\\", "/")).parts[:-1])
+
+
 class Scan:
     """The imports and a few telling words of one file's text."""
 
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
-                 "runs_code", "dynamic_imports", "lone_classes", "runners", "light_modules", "flags", "assigned")
+                 "runs_code", "dynamic_imports", "lone_defines", "runners", "light_modules", "flags", "assigned")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
         """`run`: the file is one of a run's, so the options it reads are scanned even where it declares none
@@ -250,9 +260,10 @@ class Scan:
         self.runs_code = "__main__" in text or any(
             not _DEFINING.match(text, m.start()) for m in _TOP_LEVEL_LINE.finditer(text)) if run else True
         self.dynamic_imports = any(w in text for w in _DYNAMIC_IMPORTS) if run else True  # substrings: fast
-        # Undecorated top-level classes whose name the file writes only on the `class` line (and in `super(Name,
-        # self)`): none of its own code uses them (a subclass, an `__all__` entry would name them again).
-        self.lone_classes = _lone_classes(text) if run and "class " in text else frozenset()
+        # Undecorated top-level classes and functions whose name the file writes only on the `class`/`def` line
+        # (and in `super(Name, self)`): none of its own code uses them (a subclass, a call, an `__all__` entry
+        # would name them again).
+        self.lone_defines = _lone_defines(text) if run else frozenset()
         self.runners = _runners(text) if "def __init__(self" in text else {}
         self.light_modules = _light_modules(text) if "Module)" in text else frozenset()
         # Names given a boolean, and names passed as keywords (only for a run: a file linted on its own knows
@@ -273,16 +284,19 @@ _MODEL_WORDS = ("model", "net", "module", "backbone", "encoder", "decoder", "stu
                 "transformer", "generator", "discriminator", "actor", "critic", "task", "layer", "block", "unet")
 
 
-def _lone_classes(text: str) -> frozenset[str]:
-    """Top-level classes without a decorator (a registry's would name them) whose name the text writes only on
-    the `class` line, `super(Name, self)` aside."""
+def _lone_defines(text: str) -> frozenset[str]:
+    """Top-level classes and functions without a decorator (a registry's would name them) whose name the text
+    writes only on the `class`/`def` line (as a word of its own, not an attribute), `super(Name, self)` aside."""
     found = set()
-    for m in _CLASS.finditer(text):
+    for m in _DEFINES.finditer(text):
         name = m.group(1)
         before = text.rfind("\n", 0, max(m.start() - 1, 0))
-        if not text[before + 1: m.start()].lstrip().startswith("@") \
-                and text.count(name) == 1 + text.count(f"super({name}"):
-            found.add(name)
+        if text[before + 1: m.start()].lstrip().startswith("@"):
+            continue
+        supers = text.count(f"super({name}")
+        count = text.count(name) - supers
+        if count == 1 or count <= 20 and len(re.findall(rf"(?<![.\w]){name}(?!\w)", text)) - supers == 1:
+            found.add(name)  # `def train(` beside `model.train()` and `train_loader`
     return frozenset(found)
 
 
@@ -540,7 +554,7 @@ class Project:
         self._programs = self._connect(importers)
         unseen = any(s.dynamic_imports for s in self.scans.values())  # a file imports by a computed name
         self._unused = frozenset() if unseen else self._find_unused(importers)
-        self._unused_classes = {} if unseen else self._find_unused_classes(importers, wholesale)
+        self._unused_defines = {} if unseen else self._find_unused_defines(importers, wholesale)
 
     def resolve(self, path: str, level: int, module: str, names: tuple[str, ...]) -> list[str]:
         """The project files an import statement of `path` may load."""
@@ -667,18 +681,18 @@ class Project:
                          and PurePosixPath(path).name not in _ENTRY_NAMES and not is_test_path(path)
                          and PurePosixPath(path).stem not in words and PurePosixPath(path).parent in used_folders)
 
-    def _find_unused_classes(self, importers: dict[str, set[str]], wholesale: set[str]) -> dict[str, frozenset[str]]:
-        """Per file, the classes it alone writes that no file of the run names in an import, in a file that
-        some file of the run imports by name and never wholesale (`import utils` could reach `utils.X`),
+    def _find_unused_defines(self, importers: dict[str, set[str]], wholesale: set[str]) -> dict[str, frozenset[str]]:
+        """Per file, the classes and functions it alone writes that no file of the run names in an import, in a
+        file that some file of the run imports by name and never wholesale (`import utils` could reach `utils.X`),
         outside a package of an installable project (whose modules users may import from elsewhere): the
         packages of a repository of scripts (yolov7's utils/) have no users but its own files."""
         named = {n for s in self.scans.values() for _, _, names in s.imports for n in names}
         packages = {PurePosixPath(p).parent for p in self.scans if PurePosixPath(p).name == "__init__.py"}
         out = {}
         for path, scan in self.scans.items():
-            if scan.lone_classes and path in importers and path not in wholesale and not is_test_path(path) \
+            if scan.lone_defines and path in importers and path not in wholesale and not is_test_path(path) \
                     and not (self.installable and PurePosixPath(path).parent in packages):
-                lone = scan.lone_classes - named
+                lone = scan.lone_defines - named
                 if lone:
                     out[path] = lone
         return out
@@ -716,8 +730,8 @@ class Project:
                          device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=default_device,
                          custom_to=custom_to, local_imports=local, options=_read_options(scan, self._options[path]),
-                         read_backs=frozenset(read_backs), unused=path in self._unused,
-                         unused_classes=self._unused_classes.get(path, frozenset()),
+                         read_backs=frozenset(read_backs), unused=path in self._unused or set_aside(path),
+                         unused_defines=self._unused_defines.get(path, frozenset()),
                          runners=tuple(sorted(runners.items())), flags_passed=self._flags_passed.get(path),
                          light_modules=frozenset(light))
 

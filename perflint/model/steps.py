@@ -24,7 +24,8 @@ import libcst as cst
 
 from perflint.model import torchapi as api
 from perflint.model.names import built_by, dotted, int_value, method_name, target_names
-from perflint.model.program import ClassInfo, FileModel, Frame, FunctionInfo
+from perflint.model.program import ClassInfo, FileModel, Frame, FunctionInfo, interval_gate
+from perflint.model.project import set_aside
 from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, Values, option_holder
 from perflint.tree import find_all
 
@@ -131,13 +132,20 @@ class Steps:
 
     def in_frame(self, frame: Frame) -> Step:
         if self.model.facts.unused:
+            if set_aside(self.model.path):
+                return Step(False, (("a file kept aside (in a folder such as `backup/`): not part of the run", None),))
             return Step(False, (("no file of this program imports this module", None),))
         app = self.interactive_app()
         if app is not None:
             return Step(False, ((f"an interactive `{app}` app: its work runs once per user request", None),))
-        cls = frame.function.cls if frame.function is not None else None
-        if cls is not None and cls.name in self.model.facts.unused_classes:
-            return Step(False, ((f"no file of this program uses `{cls.name}`", None),))
+        unused = self.model.facts.unused_defines
+        top = frame.function  # the top-level function or method it is in
+        while top is not None and top.frame is not None and top.frame.parent is not None \
+                and top.frame.parent.function is not None:
+            top = top.frame.parent.function
+        name = top.cls.name if top is not None and top.cls is not None else top.name if top is not None else None
+        if name in unused:
+            return Step(False, ((f"no file of this program uses `{name}`", None),))
         off = self.off_by_default(frame)
         if off is not None:  # a branch the defaults never take, however deep its own loops are
             return Step(False, (("not with the defaults: `{}`", off),))
@@ -164,6 +172,9 @@ class Steps:
                 if loop.kind == STEP:
                     if gate is not None:
                         return Step(False, (("gated by `{}`", gate.node.test),))
+                    periodic = self._periodic_job(f)
+                    if periodic is not None:  # `if (i + 1) % 100 == 0: for _ in range(n): samples.append(g(z))`
+                        return Step(False, (("a loop run every k steps of its outer loop: `{}`", periodic.node.test),))
                     off = self.unreached(f.function)
                     if off is not None:  # `if FLAGS.moco: train_moco(...)`: its loop of steps never starts
                         return Step(False, ((f"`{f.function.name}` is called only where the defaults never go: "
@@ -182,6 +193,24 @@ class Steps:
             elif kind in ("class", "module"):
                 return NOT_PER_STEP
         return NOT_PER_STEP
+
+    def _periodic_job(self, loop: Frame) -> Frame | None:
+        """The every-k gate (`if step % k == 0:` that takes no training step) between a loop and an outer loop
+        of steps in the same function: the inner loop (a grid of samples) is a periodic job of that loop, not
+        its step. Only a loop over `range(...)`: each batch of a validation pass over its data is a step of that
+        pass (pytorch/examples' snli, every `dev_every` iterations)."""
+        node = loop.node
+        if type(node) is not cst.For or type(node.iter) is not cst.Call or dotted(node.iter.func) != "range":
+            return None
+        gate = None
+        for f in loop.parent.chain() if loop.parent is not None else ():
+            if f.function is not loop.function:
+                return None
+            if f.kind == "gate" and gate is None and _every_k(f) and not self.gate_does_step_work(f):
+                gate = f
+            elif f.kind in ("loop", "comprehension") and gate is not None:
+                return gate if self.loop_kind(f).kind == STEP else None
+        return None
 
     def uncalled_function(self, node: cst.CSTNode) -> str:
         """The qualified name of the outermost function around `node` when this file neither calls it nor
@@ -923,10 +952,11 @@ def _breaks_after_few(loop: cst.CSTNode) -> bool:
 
 
 def _every_k(gate: Frame) -> bool:
-    """`if step % k == 0:` (every k-th iteration), as opposed to `if i == 0:` (once). A flag set from such a
-    test (`regularize = i % k == 0` ... `if regularize:`) is a gate too, but an extra update every k steps
-    beside the loop's own step (a lazy regularisation), not the loop's step."""
-    return any(type(n.operator) is cst.Modulo for n in _nodes(gate.node.test, cst.BinaryOperation))
+    """`if step % k == 0:` (every k-th iteration; also `if t - last_t >= k: ... last_t = t`), as opposed to `if i
+    == 0:` (once). A flag set from such a test (`regularize = i % k == 0` ... `if regularize:`) is a gate too,
+    but an extra update every k steps beside the loop's own step (a lazy regularisation), not the loop's step."""
+    return any(type(n.operator) is cst.Modulo for n in _nodes(gate.node.test, cst.BinaryOperation)) \
+        or type(gate.node) is cst.If and interval_gate(gate.node)
 
 
 def _gate_over(gate: Frame, loop: Frame) -> bool:

@@ -88,6 +88,14 @@ def _why(*items) -> tuple:
     return tuple(out[:_MAX_WHY])
 
 
+def _built_object(v: Value) -> bool:
+    """A module, or what a class of another file builds (`AFN(field_dims)`: a module once the code moves it)."""
+    if v.kind == MODULE:
+        return True
+    origin = v.origin
+    return v.kind is None and type(origin) is cst.Call and (dotted(origin.func) or "a").rsplit(".", 1)[-1][:1].isupper()
+
+
 def join(values: list[Value]) -> Value:
     """What a name holds when several bindings may reach a use: the kind they agree on (ignoring
     unknowns), on the device if any path puts it there (the code's intended run is the one on the GPU),
@@ -989,7 +997,11 @@ class Values:
         returns = info.returns if not info.is_lambda else [info.node.body]
         if not returns:
             return OTHER_VALUE
-        v = join([self.value(r) for r in returns])
+        built = [self.value(r) for r in returns]
+        v = join(built)
+        if v.kind in (MODULE, None) and len(built) > 1 and all(_built_object(b) for b in built) \
+                and len({b.origin for b in built}) > 1:
+            v = replace(v, origin=call)  # a factory (`get_model(name)`: one model per branch): the model is its call's
         if v.kind is None and v.device is None:
             return v
         if v.device == ON_DEVICE and self._host_call(info, call):
@@ -1233,6 +1245,8 @@ class Values:
             return self.opaque(call)
         if qual in api.NOT_TENSOR or qual.startswith(api.NOT_TENSOR_PREFIXES):
             return OTHER_VALUE
+        if qual in ("torch.autograd.Variable", "torch.autograd.variable.Variable") and call.args:
+            return self.value(call.args[0].value)  # old code's `Variable(x)`: since PyTorch 0.4, `x` itself
         if qual == "torch.load":
             return Value(origin=call)  # a model, a state dict, a tensor: whatever was saved
         if qual.startswith("torch.nn.") and not qual.startswith(api.TENSOR_NAMESPACES):

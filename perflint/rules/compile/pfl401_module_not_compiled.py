@@ -54,7 +54,8 @@ for x, y in loader:
     optimizer.step()
 """
     known_problems = """
-Reported once per model, where it is built, when the model runs every step: called in a loop over a
+Reported once per model, where it is built (for a factory that builds one model per branch, `get_model(name)`,
+where the factory is called), when the model runs every step: called in a loop over a
 data loader or over training steps (in this file, also through the functions it passes the model to), or
 handed to a training or evaluation routine of another file (`train_one_epoch(model, ...)`,
 `TrainLoop(model=model)`). A model handed to a class of the run that keeps it and runs a method of
