@@ -3722,3 +3722,74 @@ def test_a_grid_of_samples_drawn_every_k_steps_is_not_a_step_loop():
     found = codes({"train.py": train})
     assert not [c for c in found if c[0] == 14]
     assert (14, "PFL201") in codes({"train.py": train.replace("if (i + 1) % 100 == 0:", "if True:")})
+
+
+def test_a_module_whose_forward_takes_a_training_step_is_not_compile_advice():
+    # MAML-Pytorch's Meta: forward runs the inner loop with autograd.grad and steps the meta-optimizer
+    meta = """
+        import torch
+        from torch import nn, optim
+        from learner import Learner
+
+        class Meta(nn.Module):
+            def __init__(self, config):
+                super(Meta, self).__init__()
+                self.net = Learner(config)
+                self.meta_optim = optim.Adam(self.net.parameters(), lr=1e-3)
+
+            def forward(self, x_spt, y_spt):
+                loss = nn.functional.cross_entropy(self.net(x_spt), y_spt)
+                grad = torch.autograd.grad(loss, self.net.parameters())
+                self.meta_optim.zero_grad()
+                loss.backward()
+                self.meta_optim.step()
+                return loss.detach()
+    """
+    train = """
+        import torch
+        from meta import Meta
+
+        def main(db, config):
+            device = torch.device("cuda")
+            maml = Meta(config).to(device)
+            for step in range(40000):
+                x_spt, y_spt = db.next()
+                accs = maml(x_spt.to(device), y_spt.to(device))
+    """
+    files = {"meta.py": meta, "omniglot_train.py": train, "learner.py": "class Learner: pass"}
+    assert not [c for c in codes(files, path="omniglot_train.py") if c[1] == "PFL401"]
+    model = meta.replace("                loss.backward()\n                self.meta_optim.step()\n", "").replace(
+        "                grad = torch.autograd.grad(loss, self.net.parameters())\n", "")
+    assert (7, "PFL401") in codes({**files, "meta.py": model}, path="omniglot_train.py")
+
+
+def test_an_import_continued_with_a_backslash_names_every_function():
+    # hifi-gan's train.py: `from models import ..., generator_loss,\` then `discriminator_loss` on the next line
+    models = """
+        import torch
+
+        def generator_loss(outputs):
+            return sum(torch.mean((1 - o) ** 2) for o in outputs)
+
+        def discriminator_loss(real, fake):
+            loss, r_losses = 0, []
+            for dr, dg in zip(real, fake):
+                r_loss = torch.mean((1 - dr) ** 2)
+                loss += r_loss + torch.mean(dg ** 2)
+                r_losses.append(r_loss.item())
+            return loss, r_losses
+    """
+    train = """
+        import torch
+        from models import generator_loss,\\
+            discriminator_loss
+
+        def main(loader, mpd, optim_d, device):
+            mpd.to(device)
+            for x, y in loader:
+                y_r, y_g = mpd(y.to(device), x.to(device))
+                loss, losses = discriminator_loss(y_r, y_g)
+                loss.backward()
+                optim_d.step()
+    """
+    assert (12, "PFL101") in codes({"models.py": models, "train.py": train}, path="models.py")

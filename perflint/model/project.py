@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from perflint.model import torchapi as api
 
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^#\n;]*)"
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|(?:[^#\n;\\]|\\\n)*)"
                      r"|import[ \t]+([^#\n;]+))", re.MULTILINE)
 _DEVICE_WORK = re.compile(r"\.cuda\(|[\"']cuda|\.to\([^)\n]*(?:device|dev\b|rank|gpu)|device\s*=|torch\.device\(")
 # A call that compiles a model (not `@torch.jit.script` on a helper, not `re.compile`, not a mention in
@@ -113,9 +113,10 @@ class FileFacts:
     # run a method of it other than `forward` (`DDIMSampler(model)`, whose steps call `model.apply_model`):
     # (("DDIMSampler", "apply_model"), ...); "" for one that calls none.
     runners: tuple[tuple[str, str], ...] = ()
-    # Module classes it defines or imports from another file of the run with nothing to compile: one `nn.Linear`
-    # (a linear probe's `LinearClassifier`) or no layer at all (a memory bank of buffers).
-    light_modules: frozenset[str] = frozenset()
+    # Module classes it defines or imports from another file of the run not worth compiling: one `nn.Linear`
+    # (a linear probe's `LinearClassifier`), no layer at all (a memory bank of buffers), or a `forward` that
+    # takes a training step itself (MAML's `Meta`).
+    not_worth_compiling: frozenset[str] = frozenset()
     # Names of its boolean parameters (`def generate(..., return_list=False)`) that another file of its program
     # may pass by keyword (it writes `return_list=` somewhere); None when the run holds no other file of the
     # program. A flag no file passes has its default wherever the file has no call of the function.
@@ -129,7 +130,7 @@ class FileFacts:
         runners = ",".join(f"{n}={m}" for n, m in self.runners)
         passed = "-" if self.flags_passed is None else ",".join(sorted(self.flags_passed))
         return (f"{flags}:{','.join(sorted(self.local_imports))}:{options}:{','.join(sorted(self.read_backs))}:"
-                f"{','.join(sorted(self.unused_defines))}:{runners}:{passed}:{','.join(sorted(self.light_modules))}")
+                f"{','.join(sorted(self.unused_defines))}:{runners}:{passed}:{','.join(sorted(self.not_worth_compiling))}")
 
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
@@ -140,7 +141,7 @@ class FileFacts:
                          compiled_by_default=scan.compiled_by_default(scan.true_defaults),
                          options=_read_options(scan, {}), read_backs=scan.read_backs,
                          default_device=scan.default_device, custom_to=scan.custom_to,
-                         runners=tuple(sorted(scan.runners.items())), light_modules=scan.light_modules)
+                         runners=tuple(sorted(scan.runners.items())), not_worth_compiling=scan.not_worth_compiling)
 
 
 def declares_distribution(root: Path) -> bool:
@@ -180,7 +181,7 @@ class Scan:
 
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
-                 "runs_code", "dynamic_imports", "lone_defines", "runners", "light_modules", "flags", "assigned")
+                 "runs_code", "dynamic_imports", "lone_defines", "runners", "not_worth_compiling", "flags", "assigned")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
         """`run`: the file is one of a run's, so the options it reads are scanned even where it declares none
@@ -198,7 +199,8 @@ class Scan:
             else:
                 module = m.group(1)
                 level = len(module) - len(module.lstrip("."))
-                names = tuple(n.strip().split(" as ")[0].strip() for n in m.group(2).strip("()").split(","))
+                names = tuple(n.strip().split(" as ")[0].strip()
+                              for n in m.group(2).replace("\\\n", " ").strip("()").split(","))
                 names = tuple(n for n in names if re.fullmatch(r"\w+", n))
                 self.imports.append((level, module.lstrip("."), names))
                 if level == 0 and module:
@@ -265,7 +267,7 @@ class Scan:
         # would name them again).
         self.lone_defines = _lone_defines(text) if run else frozenset()
         self.runners = _runners(text) if "def __init__(self" in text else {}
-        self.light_modules = _light_modules(text) if "Module)" in text else frozenset()
+        self.not_worth_compiling = _not_worth_compiling(text) if "Module)" in text else frozenset()
         # Names given a boolean, and names passed as keywords (only for a run: a file linted on its own knows
         # nothing of its callers).
         keywords = _KEYWORD.findall(text) if run else ()
@@ -334,22 +336,30 @@ def _runners(text: str) -> dict[str, str]:
 PROJECTION_LAYERS = frozenset({"Dropout", "Linear", "Identity", "Flatten"})
 _BUILT = re.compile(r"\b([A-Za-z_][\w.]*)\(")
 _INIT = re.compile(r"^([ \t]+)def __init__\(.*?(?=\n\1(?:def |@)|\Z)", re.DOTALL | re.MULTILINE)
+_FORWARD = re.compile(r"^([ \t]+)def forward\(.*?(?=\n\1(?:def |@)|\Z)", re.DOTALL | re.MULTILINE)
+_TRAINS = re.compile(r"\.backward\(|autograd\.grad\(|optim\w*\.step\(")  # a training step: not a model's forward
 _STORED = re.compile(r"self\.\w+[ \t]*=[ \t]*(\w+)[ \t]*(?:#.*)?$", re.MULTILINE)  # `self.model = model`
 _KEPT = re.compile(r"self\.\w+[ \t]*=[ \t]*([A-Za-z_][\w.]*)\(")
 _CONTAINERS = ("Module", "Sequential", "ModuleList")
 _PLAIN_MODULE = re.compile(r"\((?:torch\.)?(?:nn\.)?Module\)")  # the rest of a `class X(nn.Module):` line
 
 
-def _light_modules(text: str) -> frozenset[str]:
+def _not_worth_compiling(text: str) -> frozenset[str]:
     """Top-level module classes that build one linear layer and nothing else to compute with (`class
     LinearClassifier(nn.Module)`, a linear probe), or, straight from `nn.Module`, no layer at all (a memory
-    bank of buffers: a gather and a matmul): compiling one alone gains nothing measurable."""
+    bank of buffers: a gather and a matmul): compiling one alone gains nothing measurable. Also a module whose
+    `forward` is a whole training step (MAML's `Meta`: `autograd.grad`, `backward()` and an optimizer step
+    inside): Dynamo breaks its graph at each, and what runs in it is the learner's own model."""
     found = set()
     for m in _CLASS.finditer(text):
         header = text[m.end(): text.find("\n", m.end())]
         if "Module" not in header:
             continue
         body = _top_level_block(text, m.end())
+        forward = _FORWARD.search(body)
+        if forward is not None and _TRAINS.search(forward.group(0)):
+            found.add(m.group(1))
+            continue
         init = _INIT.search(body)  # up to the next method (a `def block(...)` nested in it is part of it)
         if init is None:
             continue
@@ -548,7 +558,7 @@ class Project:
         self._options: dict[str, dict[str, str]] = {}  # per file: the options its program declares
         self._read_back_names = set().union(*(s.read_backs for s in scans.values()))
         self._runner_names = set().union(*(s.runners for s in scans.values()))
-        self._light_names = set().union(*(s.light_modules for s in scans.values()))
+        self._not_worth_names = set().union(*(s.not_worth_compiling for s in scans.values()))
         self._flags_passed: dict[str, frozenset[str]] = {}  # per file of a program of several files
         importers, wholesale = self._imports()
         self._programs = self._connect(importers)
@@ -720,12 +730,12 @@ class Project:
                 found = self.function_file(path, level, module, n, ())
                 if found is not None and found[1] in self.scans[found[0]].runners:
                     runners[n] = self.scans[found[0]].runners[found[1]]
-        light = set(scan.light_modules)
-        for level, module, names in scan.imports if self._light_names else ():
-            for n in self._light_names.intersection(names):
+        exempt = set(scan.not_worth_compiling)
+        for level, module, names in scan.imports if self._not_worth_names else ():
+            for n in self._not_worth_names.intersection(names):
                 found = self.function_file(path, level, module, n, ())
-                if found is not None and found[1] in self.scans[found[0]].light_modules:
-                    light.add(n)
+                if found is not None and found[1] in self.scans[found[0]].not_worth_compiling:
+                    exempt.add(n)
         return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path) and not tests_as_code,
                          device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=default_device,
@@ -733,7 +743,7 @@ class Project:
                          read_backs=frozenset(read_backs), unused=path in self._unused or set_aside(path),
                          unused_defines=self._unused_defines.get(path, frozenset()),
                          runners=tuple(sorted(runners.items())), flags_passed=self._flags_passed.get(path),
-                         light_modules=frozenset(light))
+                         not_worth_compiling=frozenset(exempt))
 
 
 def _common(a: str, b: str) -> tuple:

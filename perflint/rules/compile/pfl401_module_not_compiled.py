@@ -68,7 +68,8 @@ the option exists, and whether it is on is the user's call. Quiet for lone layer
 losses (also a module bound to a name such as `criterion` or `loss_fn`, however it is built:
 `getattr(model, "criterion", CrossEntropyLoss)()`, `lpips.LPIPS()`), for a head of dropout and linear
 layers only (nothing to fuse), also a class of any file of the run that builds one linear layer (a linear
-probe's `LinearClassifier`) or, straight from `nn.Module`, no layer and keeps no model (a memory bank), for models run a few fixed times (`for _ in range(3)`), for models that
+probe's `LinearClassifier`) or, straight from `nn.Module`, no layer and keeps no model (a memory bank), or whose `forward` takes a training step itself (MAML's
+`Meta`: `autograd.grad` and an optimizer step inside), for models run a few fixed times (`for _ in range(3)`), for models that
 stay on the CPU (a tutorial's toy; compile pays off on accelerators first), in interactive apps (a file
 that imports gradio or streamlit: the model runs per user request, at the shapes the user picks), in
 loops that show each result on screen (`cv2.imshow`: a video demo, paced by capture and display), and
@@ -209,8 +210,8 @@ def _worth_compiling(model: FileModel, origin: cst.CSTNode) -> bool:
         return False  # `criterion = getattr(model, "criterion", CrossEntropyLoss)(**kw)`, `loss_fn = LPIPS()`
     if qual == "torch.nn.Sequential":
         return not _only_projection(model, origin)
-    if last in model.facts.light_modules:
-        return False  # `LinearClassifier(...)`: one `nn.Linear`, or a memory bank without layers (project.py)
+    if last in model.facts.not_worth_compiling:
+        return False  # `LinearClassifier(...)`, a memory bank, a `forward` that trains (project.py)
     if qual.startswith("torch.nn."):
         return qual in _CONTAINERS
     return True
