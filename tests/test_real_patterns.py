@@ -3793,3 +3793,65 @@ def test_an_import_continued_with_a_backslash_names_every_function():
                 optim_d.step()
     """
     assert (12, "PFL101") in codes({"models.py": models, "train.py": train}, path="models.py")
+
+
+def test_a_list_gathered_from_host_objects_is_data_moved_as_made():
+    # powerful-gnns' main.py: the batch's graph labels, Python ints, become a tensor moved to the device
+    main = """
+        import torch
+
+        def train(model, batches, optimizer, device):
+            model.to(device)
+            for batch_graph in batches:
+                output = model(batch_graph)
+                labels = torch.LongTensor([graph.label for graph in batch_graph]).to(device)
+                loss = torch.nn.functional.cross_entropy(output, labels)
+                loss.backward()
+                optimizer.step()
+    """
+    assert not [c for c in codes({"main.py": main}) if c[1] == "PFL201"]
+    filled = main.replace("[graph.label for graph in batch_graph]", "[0] * len(batch_graph)")
+    assert (8, "PFL201") in codes({"main.py": filled})  # a fill: made on the device, nothing crosses
+
+
+def test_a_constructor_setting_handed_in_from_an_option_has_the_option_s_default():
+    # powerful-gnns: GraphCNN(..., args.neighbor_pooling_type, ...) keeps it as self.neighbor_pooling_type
+    model = """
+        import torch
+        from torch import nn
+
+        class GraphCNN(nn.Module):
+            def __init__(self, hidden_dim, neighbor_pooling_type, device):
+                super().__init__()
+                self.neighbor_pooling_type = neighbor_pooling_type
+                self.device = device
+                self.linear = nn.Linear(hidden_dim, hidden_dim)
+
+            def forward(self, adj, h):
+                pooled = torch.spmm(adj, h)
+                if self.neighbor_pooling_type == "average":
+                    degree = torch.spmm(adj, torch.ones((adj.shape[0], 1)).to(self.device))
+                    pooled = pooled / degree
+                return self.linear(pooled)
+    """
+    main = """
+        import argparse
+        import torch
+        from models.graphcnn import GraphCNN
+
+        def main():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--neighbor_pooling_type", type=str, default="sum", choices=["sum", "average", "max"])
+            args = parser.parse_args()
+            device = torch.device("cuda")
+            model = GraphCNN(64, args.neighbor_pooling_type, device).to(device)
+            optimizer = torch.optim.Adam(model.parameters())
+            for adj, h, y in batches():
+                loss = (model(adj, h) - y).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+    """
+    files = {"models/graphcnn.py": model, "main.py": main}
+    assert not codes(files, path="models/graphcnn.py")
+    average = main.replace('default="sum"', 'default="average"')
+    assert (15, "PFL201") in codes({**files, "main.py": average}, path="models/graphcnn.py")

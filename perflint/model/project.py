@@ -257,6 +257,8 @@ class Scan:
             f"{w}(" in text for w in _SETTINGS_CLASSES) or "class " in text and \
             _SETTINGS_NAME.search(text) and _SETTINGS_CLASS.search(text) else {}
         self.option_reads = _option_reads(text) if run or self.options else set()
+        if run and "self." in text:  # `self.neighbor_pooling_type = neighbor_pooling_type`: an option handed in
+            self.option_reads |= set(_MIRRORED.findall(text))
         self.read_backs = _read_backs(text) if ".item()" in text or ".tolist()" in text else frozenset()
         # Whether importing or running it does anything beyond defining: a script, a `__main__` guard.
         self.runs_code = "__main__" in text or any(
@@ -335,6 +337,7 @@ def _runners(text: str) -> dict[str, str]:
 # 3))`, a linear probe's `self.fc = nn.Linear(feat_dim, n)`) is one matmul and its bias, already one kernel each.
 PROJECTION_LAYERS = frozenset({"Dropout", "Linear", "Identity", "Flatten"})
 _BUILT = re.compile(r"\b([A-Za-z_][\w.]*)\(")
+_MIRRORED = re.compile(r"^[ \t]+self\.(\w+)[ \t]*=[ \t]*\1[ \t]*(?:#.*)?$", re.MULTILINE)
 _INIT = re.compile(r"^([ \t]+)def __init__\(.*?(?=\n\1(?:def |@)|\Z)", re.DOTALL | re.MULTILINE)
 _FORWARD = re.compile(r"^([ \t]+)def forward\(.*?(?=\n\1(?:def |@)|\Z)", re.DOTALL | re.MULTILINE)
 _TRAINS = re.compile(r"\.backward\(|autograd\.grad\(|optim\w*\.step\(")  # a training step: not a model's forward

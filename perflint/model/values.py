@@ -764,7 +764,10 @@ class Values:
             if b.value.name != "__init__":  # what every call of this file passes, when they agree
                 return self._passed_default(b.value, param, depth)
             if param.default is None or self._passed_here(b.value, param):  # a constructor's setting
-                return _NO_DEFAULT
+                # given a command-line option of the same name (`GraphCNN(..., args.neighbor_pooling_type)`
+                # kept as `self.neighbor_pooling_type`): that option's default
+                return self.option_defaults().get(param.name.value, _NO_DEFAULT) if param.default is None \
+                    else _NO_DEFAULT
             return self.default_of(param.default, depth + 1)
         value = b.value
         for i in b.path if b.how == "assign" else ():  # `self.gr, self.autobalance = 1.0, autobalance`

@@ -64,7 +64,8 @@ no host copy), and `torch.as_tensor(obs, device=device)` makes the same pageable
 pass `non_blocking=True` instead. Three blind reviews (6, 7 and 9) judged all 9 such findings not worth a
 change. A cast of such data before its move (`torch.tensor(ids).long().to(d)`) is no host work worth moving
 either: of int64 ids it does nothing, and a narrowing cast before the copy halves the bytes that cross
-(blind review 14). A legacy constructor given a size (`torch.FloatTensor(b, 1, 1, 1)`) is told to use a
+(blind review 14). Nor is a list gathered from host objects (`torch.LongTensor([g.label for g in batch])
+.to(d)`: blind review 34). A legacy constructor given a size (`torch.FloatTensor(b, 1, 1, 1)`) is told to use a
 factory with `device=`.
 A widening cast before a move is reported only when the tensor's dtype is written where it is made
 (`torch.zeros(..., dtype=torch.uint8)`): a loader's batch or an environment's array has a dtype the code
@@ -186,6 +187,8 @@ def _data_gains_nothing(values: Values, factory: str, origin: cst.Call) -> bool:
     if factory not in api.FROM_DATA or not origin.args:
         return False
     data = origin.args[0].value
+    if type(data) in (cst.ListComp, cst.GeneratorExp):  # `[g.label for g in batch]`: host data, gathered
+        return sum(a.keyword is None for a in origin.args) == 1
     if type(data) not in (cst.Name, cst.Attribute, cst.Subscript, cst.Call):
         return False
     return sum(a.keyword is None for a in origin.args) == 1 and values.value(data).kind != NUMBER
