@@ -3855,3 +3855,89 @@ def test_a_constructor_setting_handed_in_from_an_option_has_the_option_s_default
     assert not codes(files, path="models/graphcnn.py")
     average = main.replace('default="sum"', 'default="average"')
     assert (15, "PFL201") in codes({**files, "main.py": average}, path="models/graphcnn.py")
+
+
+# ---- blind review 35 (GCNII, LightGCN) -------------------------------------------------------------------------
+
+def test_a_graph_network_that_multiplies_by_a_sparse_adjacency_is_not_compile_advice():
+    # GCNII's model.py: every layer runs torch.spmm(adj, h); torch.compile does not support sparse tensors
+    model = """
+        import torch
+        from torch import nn
+
+        class GraphConvolution(nn.Module):
+            def __init__(self, in_features, out_features):
+                super().__init__()
+                self.weight = nn.Parameter(torch.empty(in_features, out_features))
+
+            def forward(self, x, adj):
+                return torch.spmm(adj, x) @ self.weight
+
+        class GCNII(nn.Module):
+            def __init__(self, nfeat, nlayers, nhidden):
+                super().__init__()
+                self.convs = nn.ModuleList([GraphConvolution(nhidden, nhidden) for _ in range(nlayers)])
+                self.fc = nn.Linear(nfeat, nhidden)
+
+            def forward(self, x, adj):
+                h = torch.relu(self.fc(x))
+                for conv in self.convs:
+                    h = torch.relu(conv(h, adj))
+                return h
+    """
+    train = """
+        import torch
+        from model import *
+
+        def main(features, adj, labels, epochs=1500):
+            device = torch.device("cuda")
+            model = GCNII(features.shape[1], 64, 64).to(device)
+            optimizer = torch.optim.Adam(model.parameters())
+            for epoch in range(epochs):
+                loss = torch.nn.functional.nll_loss(model(features, adj), labels)
+                loss.backward()
+                optimizer.step()
+    """
+    files = {"model.py": model, "train.py": train}
+    assert not [c for c in codes(files, path="train.py") if c[1] == "PFL401"]
+    dense = model.replace("torch.spmm(adj, x)", "adj @ x")
+    assert (7, "PFL401") in codes({**files, "model.py": dense}, path="train.py")
+
+
+def test_a_validation_loss_kept_when_it_beats_the_best_so_far_is_needed_on_the_host():
+    # GCNII's train.py: validate() returns loss_val.item(); the loop keeps the best and counts patience
+    train = """
+        import torch
+
+        def train(model, optimizer, features, adj, labels):
+            model.train()
+            optimizer.zero_grad()
+            loss = torch.nn.functional.nll_loss(model(features, adj), labels)
+            loss.backward()
+            optimizer.step()
+
+        def validate(model, features, adj, labels):
+            model.eval()
+            with torch.no_grad():
+                loss_val = torch.nn.functional.nll_loss(model(features, adj), labels)
+                return loss_val.item()
+
+        def main(model, optimizer, features, adj, labels, patience=100):
+            model.cuda()
+            best, bad_counter = 1e9, 0
+            for epoch in range(1500):
+                train(model, optimizer, features, adj, labels)
+                loss_val = validate(model, features, adj, labels)
+                if loss_val < best:
+                    best = loss_val
+                    torch.save(model.state_dict(), "best.pt")
+                    bad_counter = 0
+                else:
+                    bad_counter += 1
+                if bad_counter == patience:
+                    break
+    """
+    assert not [c for c in codes({"train.py": train}) if c[1] == "PFL101"]
+    logged = train.replace("                if loss_val < best:\n                    best = loss_val\n",
+                           "                if epoch > 0:\n                    print(loss_val)\n")
+    assert (15, "PFL101") in codes({"train.py": logged})  # only printed: keep it on the device

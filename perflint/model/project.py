@@ -114,8 +114,8 @@ class FileFacts:
     # (("DDIMSampler", "apply_model"), ...); "" for one that calls none.
     runners: tuple[tuple[str, str], ...] = ()
     # Module classes it defines or imports from another file of the run not worth compiling: one `nn.Linear`
-    # (a linear probe's `LinearClassifier`), no layer at all (a memory bank of buffers), or a `forward` that
-    # takes a training step itself (MAML's `Meta`).
+    # (a linear probe's `LinearClassifier`), no layer at all (a memory bank of buffers), a `forward` that
+    # takes a training step itself (MAML's `Meta`), or layers that multiply by a sparse matrix (a GCN).
     not_worth_compiling: frozenset[str] = frozenset()
     # Names of its boolean parameters (`def generate(..., return_list=False)`) that another file of its program
     # may pass by keyword (it writes `return_list=` somewhere); None when the run holds no other file of the
@@ -352,11 +352,18 @@ def _not_worth_compiling(text: str) -> frozenset[str]:
     LinearClassifier(nn.Module)`, a linear probe), or, straight from `nn.Module`, no layer at all (a memory
     bank of buffers: a gather and a matmul): compiling one alone gains nothing measurable. Also a module whose
     `forward` is a whole training step (MAML's `Meta`: `autograd.grad`, `backward()` and an optimizer step
-    inside): Dynamo breaks its graph at each, and what runs in it is the learner's own model."""
+    inside): Dynamo breaks its graph at each, and what runs in it is the learner's own model. And every module
+    of a file that multiplies by a sparse matrix (`torch.spmm(adj, h)`, `torch.sparse.mm`: GCN layers):
+    torch.compile does not support sparse tensors (measured on 2.13: "Attempted to wrap sparse Tensor", a
+    graph break), so the model would stay eager around its main op."""
     found = set()
+    sparse = "spmm(" in text or "sparse.mm(" in text
     for m in _CLASS.finditer(text):
         header = text[m.end(): text.find("\n", m.end())]
         if "Module" not in header:
+            continue
+        if sparse:  # a graph network's layers multiply by a sparse adjacency: Dynamo breaks the graph there
+            found.add(m.group(1))
             continue
         body = _top_level_block(text, m.end())
         forward = _FORWARD.search(body)
@@ -735,6 +742,9 @@ class Project:
                     runners[n] = self.scans[found[0]].runners[found[1]]
         exempt = set(scan.not_worth_compiling)
         for level, module, names in scan.imports if self._not_worth_names else ():
+            if not names:  # `from model import *`, `import model` (then `model.GCNII(...)`)
+                file = self.module_file(path, level, module)
+                exempt.update(self.scans[file].not_worth_compiling if file is not None else ())
             for n in self._not_worth_names.intersection(names):
                 found = self.function_file(path, level, module, n, ())
                 if found is not None and found[1] in self.scans[found[0]].not_worth_compiling:

@@ -69,7 +69,9 @@ losses (also a module bound to a name such as `criterion` or `loss_fn`, however 
 `getattr(model, "criterion", CrossEntropyLoss)()`, `lpips.LPIPS()`), for a head of dropout and linear
 layers only (nothing to fuse), also a class of any file of the run that builds one linear layer (a linear
 probe's `LinearClassifier`) or, straight from `nn.Module`, no layer and keeps no model (a memory bank), or whose `forward` takes a training step itself (MAML's
-`Meta`: `autograd.grad` and an optimizer step inside), for models run a few fixed times (`for _ in range(3)`), for models that
+`Meta`: `autograd.grad` and an optimizer step inside), for the modules of a file that multiplies by a sparse
+matrix (`torch.spmm(adj, h)` in a GCN: torch.compile does not support sparse tensors, measured on 2.13), for
+models run a few fixed times (`for _ in range(3)`), for models that
 stay on the CPU (a tutorial's toy; compile pays off on accelerators first), in interactive apps (a file
 that imports gradio or streamlit: the model runs per user request, at the shapes the user picks), in
 loops that show each result on screen (`cv2.imshow`: a video demo, paced by capture and display), and

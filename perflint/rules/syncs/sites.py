@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import dotted, is_true, keyword, method_name, positional, truth_tested
+from perflint.model.names import dotted, is_true, keyword, method_name, positional, target_names, truth_tested
 from perflint.model.program import FileModel, Frame
 from perflint.model.steps import Step, Steps, generates
 from perflint.model.values import MODULE, ON_DEVICE, ON_HOST, TENSOR, Value, Values
@@ -41,7 +41,8 @@ tensor of unknown device counts only in a project that moves work to an accelera
 first wait of its step (after another sync, a TensorBoard `add_scalar` of a device tensor or a
 `synchronize()` with no device work queued in between, the device is already idle; just before a timing
 `synchronize()` the wait is paid anyway). Quiet where the host needs the value to go on (a stop signal
-all ranks just agreed on, the stop test of a generation loop, a token a generator streams, the counts and
+all ranks just agreed on, the stop test of a generation loop, a validation loss kept when it beats the best
+so far (early stopping), a token a generator streams, the counts and
 labels a detection script writes for each image, the boxes NMS keeps), inside an `if step % k == 0:`
 block beside the loop's own training (read every k steps already), in interactive apps (a file that
 imports gradio or streamlit runs once per user request), and in test files and compiled code (PFL402
@@ -460,6 +461,8 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
             return True
     if any(y.value is node for y in model.nodes(cst.Yield)):
         return True
+    if site.code in ("PFL101", "PFL104") and _best_so_far(model, site, taker):
+        return True  # `if loss_val < best: best = loss_val; save(...)`: early stopping decides on it each step
     if frame.function is not None and frame.function.yields and frame.loop is not None \
             and site.code in ("PFL101", "PFL102") and not any(steps.trains(c) for c in steps.calls_in(frame.loop)):
         return True  # a generator streaming what each iteration makes (`int_token = token.item()`, then stop checks)
@@ -476,6 +479,53 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
     body = steps.calls_in(loop)
     return not any(steps.trains(c) for c in body) and any(_writes_out(model, c) and steps.at(c).hot for c in body) \
         and not any(steps.trains(c) for c in calls)
+
+
+def _best_so_far(model: FileModel, site: SyncSite, taker) -> bool:
+    """Whether the value read is compared with the best so far and kept when better (`if loss_val < best:
+    best = loss_val`, then a checkpoint or a patience count): early stopping needs it on the host every time.
+    The read is bound to a name here (`val = loss.item()`), or returned (`return loss_val.item(), acc.item()`,
+    also through a name) and bound where this file calls the function (`loss_val, acc_val = validate()`)."""
+    names: set[str] = set()
+    scopes = []
+    if type(taker) is cst.Assign:
+        names |= target_names(taker.targets[0].target) if len(taker.targets) == 1 else set()
+        scopes.append(site.frame.function)
+    function = site.frame.function
+    if function is not None and any(_inside(model, site.node, r) or any(
+            n.value in names for n in find_all(r, cst.Name)) for r in _returns(model, function)):
+        for bound in model.nodes(cst.Assign):  # `loss_val, acc_val = validate()`
+            call = bound.value
+            if type(call) is cst.Call and type(call.func) is cst.Name and call.func.value == function.name \
+                    and len(bound.targets) == 1:
+                names |= target_names(bound.targets[0].target)
+                scopes.append(model.sites[bound][0].function)
+    if not names:
+        return False
+    for test in model.nodes(cst.If):
+        if model.sites[test][0].function not in scopes:
+            continue
+        cmp = test.test
+        if type(cmp) is not cst.Comparison or len(cmp.comparisons) != 1 or type(cmp.comparisons[0].operator) not in (
+                cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual):
+            continue
+        sides = {dotted(cmp.left), dotted(cmp.comparisons[0].comparator)}
+        ours, best = sides & names, sides - names - {None}
+        if ours and best and any(
+                dotted(t.target) in best and dotted(a.value) in ours
+                for a in find_all(test.body, cst.Assign) for t in a.targets):
+            return True
+    return False
+
+
+def _returns(model: FileModel, function) -> list[cst.Return]:
+    key = ("returns", function)
+    found = model._memo.get(key)
+    if found is None:
+        found = model._memo[key] = [r for r in find_all(function.node, cst.Return)
+                                    if model.sites.get(r, (None,))[0] is not None
+                                    and model.sites[r][0].function is function]
+    return found
 
 
 def _agreed(model: FileModel, site: SyncSite, calls: list[cst.Call]) -> bool:
