@@ -3941,3 +3941,68 @@ def test_a_validation_loss_kept_when_it_beats_the_best_so_far_is_needed_on_the_h
     logged = train.replace("                if loss_val < best:\n                    best = loss_val\n",
                            "                if epoch > 0:\n                    print(loss_val)\n")
     assert (15, "PFL101") in codes({"train.py": logged})  # only printed: keep it on the device
+
+
+# ---- blind review 36 (nerf-pytorch, sgan) ----------------------------------------------------------------------
+
+def test_a_numpy_draw_without_a_size_is_one_number_not_an_index_array():
+    # nerf-pytorch's tiny_nerf.py: `np.random.randint(n)` picks one image; indexing with it is a view
+    train = """
+        import numpy as np
+        import torch
+
+        def train(model, data, optimizer, device, num_iters=5000):
+            model.to(device)
+            images = torch.from_numpy(data["images"]).to(device)
+            for i in range(num_iters):
+                target_img_idx = np.random.randint(images.shape[0])
+                target = images[target_img_idx].to(device)
+                loss = (model(target) - target).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+    """
+    assert not [c for c in codes({"train.py": train}) if c[1] == "PFL206"]
+    batch = train.replace("np.random.randint(images.shape[0])", "np.random.randint(images.shape[0], size=8)")
+    assert (9, "PFL206") in codes({"train.py": batch})  # reported where the indices are made
+
+
+def test_a_model_of_lstm_encoders_and_decoders_of_its_own_file_is_not_compile_advice():
+    # sgan's TrajectoryGenerator: an Encoder and a Decoder, each around an nn.LSTM, and no convolution
+    models = """
+        from torch import nn
+
+        class Encoder(nn.Module):
+            def __init__(self, h_dim):
+                super().__init__()
+                self.encoder = nn.LSTM(64, h_dim)
+                self.spatial_embedding = nn.Linear(2, 64)
+
+        class Decoder(nn.Module):
+            def __init__(self, h_dim):
+                super().__init__()
+                self.decoder = nn.LSTM(64, h_dim)
+                self.hidden2pos = nn.Linear(h_dim, 2)
+
+        class TrajectoryGenerator(nn.Module):
+            def __init__(self, h_dim):
+                super().__init__()
+                self.encoder = Encoder(h_dim)
+                self.decoder = Decoder(h_dim)
+    """
+    train = """
+        import torch
+        from sgan.models import TrajectoryGenerator
+
+        def main(loader, optimizer):
+            generator = TrajectoryGenerator(64).cuda()
+            for obs, pred in loader:
+                loss = (generator(obs.cuda()) - pred.cuda()).pow(2).mean()
+                loss.backward()
+                optimizer.step()
+    """
+    files = {"sgan/models.py": models, "train.py": train}
+    assert not [c for c in codes(files, path="train.py") if c[1] == "PFL401"]
+    conv = models.replace("self.encoder = nn.LSTM(64, h_dim)", "self.encoder = nn.Conv1d(64, h_dim, 3)")
+    assert (6, "PFL401") not in codes({**files, "sgan/models.py": conv}, path="train.py")  # the decoder's LSTM
+    convs = conv.replace("self.decoder = nn.LSTM(64, h_dim)", "self.decoder = nn.Conv1d(64, h_dim, 3)")
+    assert (6, "PFL401") in codes({**files, "sgan/models.py": convs}, path="train.py")

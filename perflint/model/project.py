@@ -115,7 +115,8 @@ class FileFacts:
     runners: tuple[tuple[str, str], ...] = ()
     # Module classes it defines or imports from another file of the run not worth compiling: one `nn.Linear`
     # (a linear probe's `LinearClassifier`), no layer at all (a memory bank of buffers), a `forward` that
-    # takes a training step itself (MAML's `Meta`), or layers that multiply by a sparse matrix (a GCN).
+    # takes a training step itself (MAML's `Meta`), layers that multiply by a sparse matrix (a GCN), or cuDNN RNNs
+    # and no convolution.
     not_worth_compiling: frozenset[str] = frozenset()
     # Names of its boolean parameters (`def generate(..., return_list=False)`) that another file of its program
     # may pass by keyword (it writes `return_list=` somewhere); None when the run holds no other file of the
@@ -337,6 +338,7 @@ def _runners(text: str) -> dict[str, str]:
 # 3))`, a linear probe's `self.fc = nn.Linear(feat_dim, n)`) is one matmul and its bias, already one kernel each.
 PROJECTION_LAYERS = frozenset({"Dropout", "Linear", "Identity", "Flatten"})
 _BUILT = re.compile(r"\b([A-Za-z_][\w.]*)\(")
+_RNN_LAYERS = frozenset({"LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell"})
 _MIRRORED = re.compile(r"^[ \t]+self\.(\w+)[ \t]*=[ \t]*\1[ \t]*(?:#.*)?$", re.MULTILINE)
 _INIT = re.compile(r"^([ \t]+)def __init__\(.*?(?=\n\1(?:def |@)|\Z)", re.DOTALL | re.MULTILINE)
 _FORWARD = re.compile(r"^([ \t]+)def forward\(.*?(?=\n\1(?:def |@)|\Z)", re.DOTALL | re.MULTILINE)
@@ -357,6 +359,7 @@ def _not_worth_compiling(text: str) -> frozenset[str]:
     torch.compile does not support sparse tensors (measured on 2.13: "Attempted to wrap sparse Tensor", a
     graph break), so the model would stay eager around its main op."""
     found = set()
+    builds: dict[str, list[str]] = {}  # the layers each class's `__init__` builds
     sparse = "spmm(" in text or "sparse.mm(" in text
     for m in _CLASS.finditer(text):
         header = text[m.end(): text.find("\n", m.end())]
@@ -375,6 +378,7 @@ def _not_worth_compiling(text: str) -> frozenset[str]:
             continue
         built = [b.rsplit(".", 1)[-1] for b in _BUILT.findall(init.group(0))]
         layers = [b for b in built if b[:1].isupper() and b not in _CONTAINERS]
+        builds[m.group(1)] = layers
         kept = [b.rsplit(".", 1)[-1] for b in _KEPT.findall(init.group(0))]  # `self.encoder = model_fun()`
         if layers.count("Linear") == 1 and all(b in PROJECTION_LAYERS for b in layers) \
                 and all(b in PROJECTION_LAYERS or b in _CONTAINERS for b in kept):
@@ -384,7 +388,18 @@ def _not_worth_compiling(text: str) -> frozenset[str]:
                     any(w in name.lower() for w in (*_MODEL_WORDS, "loss", "criterion"))
                     for name in _STORED.findall(init.group(0))):
             found.add(m.group(1))  # no layers at all: a memory bank's buffers (not `self.model = model`)
-    return frozenset(found)
+    # Built around cuDNN RNNs, directly or through classes of this file (sgan's `TrajectoryGenerator` of an
+    # `Encoder` and a `Decoder`, each an `nn.LSTM`), with no convolution: torch.compile leaves each RNN one
+    # opaque call, and the Python loop over time steps around them recompiles or breaks the graph.
+    recurrent: set[str] = set()
+    while True:
+        more = {name for name, layers in builds.items() if name not in recurrent
+                and any(b in _RNN_LAYERS or b in recurrent for b in layers)
+                and not any(b.startswith("Conv") for b in layers)}
+        if not more:
+            break
+        recurrent |= more
+    return frozenset(found | recurrent)
 
 
 def _top_level_block(text: str, start: int) -> str:

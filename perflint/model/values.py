@@ -1209,6 +1209,9 @@ class Values:
                 return NUMBER_VALUE  # `np.argmax(c > p)`: a NumPy scalar, which indexes as an int
             if last in _NUMPY_FLAT:
                 return Value(NDARRAY, origin=call, element=NUMBER_VALUE)  # `for label in np.unique(x)`: scalars
+            if qual.startswith("numpy.random.") and last in _NUMPY_DRAWS and keyword(call, "size") is None \
+                    and sum(a.keyword is None for a in call.args) <= _NUMPY_DRAWS[last]:
+                return NUMBER_VALUE  # `np.random.randint(n)`, `np.random.choice(i_train)`: one number, no size
             return Value(NDARRAY, origin=call)
         if head in ("math", "random", "time", "os", "sys", "json", "re", "logging", "argparse", "pathlib",
                     "datetime", "itertools", "functools", "collections", "copy", "pickle", "shutil", "glob"):
@@ -1426,6 +1429,9 @@ def project(v: Value, path: tuple) -> Value:
 _NUMPY_TO_SCALAR = frozenset({"argmax", "argmin", "sum", "max", "min", "amax", "amin", "mean", "prod", "count_nonzero",
                               "median", "std", "var"})
 _NUMPY_FLAT = frozenset({"unique", "flatnonzero", "ravel"})
+# NumPy draws that give one number when no size is given: how many positional arguments come before `size`.
+_NUMPY_DRAWS = {"randint": 2, "choice": 1, "uniform": 2, "normal": 2, "rand": 0, "randn": 0, "random": 0,
+                "random_sample": 0, "beta": 2, "binomial": 2, "poisson": 1, "exponential": 1}
 
 
 def element_of(v: Value) -> Value:
