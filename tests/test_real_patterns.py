@@ -4006,3 +4006,33 @@ def test_a_model_of_lstm_encoders_and_decoders_of_its_own_file_is_not_compile_ad
     assert (6, "PFL401") not in codes({**files, "sgan/models.py": conv}, path="train.py")  # the decoder's LSTM
     convs = conv.replace("self.decoder = nn.LSTM(64, h_dim)", "self.decoder = nn.Conv1d(64, h_dim, 3)")
     assert (6, "PFL401") in codes({**files, "sgan/models.py": convs}, path="train.py")
+
+
+def test_an_evaluation_that_scores_each_batch_with_a_pure_python_helper_idles_the_device():
+    # NCF's evaluate.py: the top-k items go back to the host every batch, for `hit()` and `ndcg()` of the same
+    # file (a membership test on a list); the device is idle when the next batch is copied, so PFL203 is quiet
+    evaluate = """
+        import numpy as np
+        import torch
+
+        def hit(gt_item, pred_items):
+            if gt_item in pred_items:
+                return 1
+            return 0
+
+        def metrics(model, test_loader, top_k):
+            HR = []
+            for user, item in test_loader:
+                user = user.cuda()
+                item = item.cuda()
+                predictions = model(user, item)
+                _, indices = torch.topk(predictions, top_k)
+                recommends = torch.take(item, indices).cpu().numpy().tolist()
+                gt_item = item[0].item()
+                HR.append(hit(gt_item, recommends))
+            return np.mean(HR)
+    """
+    assert not [c for c in codes({"evaluate.py": evaluate}) if c[1] == "PFL203"]
+    # a helper that computes with torch is not host-only: the copies are reported again
+    on_device = evaluate.replace("if gt_item in pred_items:", "if torch.equal(gt_item, pred_items):")
+    assert (14, "PFL203") in codes({"evaluate.py": on_device})

@@ -347,11 +347,37 @@ def _parents(model: FileModel) -> dict:
 
 def _host_consumer(model: FileModel, call: cst.Call) -> bool:
     qual = model.qualname(call.func) or ""
-    if qual.startswith(_HOST_LIBRARIES):
+    if qual.startswith(_HOST_LIBRARIES) or _pure_python(model, call):
         return True
     name = (dotted(call.func) or "").lower()
     return name.endswith(".step") and "env" in name or "linear_sum_assignment" in name \
         or name.endswith("decode") and "token" in name  # `tokenizer.batch_decode(ids.cpu().numpy())`
+
+
+_BUILTINS = {"len", "range", "int", "float", "bool", "str", "sum", "min", "max", "abs", "sorted", "enumerate",
+             "zip", "list", "set", "tuple", "dict", "round", "isinstance", "any", "all", "reversed"}
+_CONTAINER_METHODS = {"index", "count", "append", "extend", "add", "get", "items", "keys", "values", "split",
+                      "join", "format", "pop", "insert", "update", "sort"}
+
+
+def _pure_python(model: FileModel, call: cst.Call) -> bool:
+    """A call of a function of this file that does host work only (NCF's `hit(gt_item, recommends)`: a
+    membership test on a list): every call in its body is a builtin, a host library's or a list's method."""
+    if type(call.func) is not cst.Name:
+        return False
+    name = call.func.value
+    for info in model.functions:
+        if info.name == name and info.cls is None and not info.is_lambda:
+            break
+    else:
+        return False
+    for inner in find_all(info.node, cst.Call):
+        qual = model.qualname(inner.func) or ""
+        if qual.startswith(_HOST_LIBRARIES) or type(inner.func) is cst.Name and inner.func.value in _BUILTINS \
+                or type(inner.func) is cst.Attribute and inner.func.attr.value in _CONTAINER_METHODS:
+            continue
+        return False
+    return True
 
 
 def _name_goes_to_host(model: FileModel, assign: cst.Assign) -> bool:
