@@ -4036,3 +4036,114 @@ def test_an_evaluation_that_scores_each_batch_with_a_pure_python_helper_idles_th
     # a helper that computes with torch is not host-only: the copies are reported again
     on_device = evaluate.replace("if gt_item in pred_items:", "if torch.equal(gt_item, pred_items):")
     assert (14, "PFL203") in codes({"evaluate.py": on_device})
+
+
+# ---- blind review 37 (BERT-pytorch, minimind) -------------------------------------------------------------------
+
+def test_a_model_whose_forward_is_called_directly_gets_its_forward_compiled():
+    # BERT-pytorch's trainer calls `self.model.forward(...)`: an in-place `self.model.compile()` changes only
+    # `__call__`, so the fix must compile `forward` itself (checked on torch 2.13: the in-place compile is
+    # bypassed, `m.forward = torch.compile(m.forward)` is not)
+    trainer = """
+        import torch
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3)
+                self.fc = nn.Linear(8, 10)
+
+        class Trainer:
+            def __init__(self, loader):
+                self.model = Net().to("cuda")
+                self.loader = loader
+
+            def train(self):
+                for x, y in self.loader:
+                    out = self.model.forward(x.cuda(non_blocking=True))
+                    out.sum().backward()
+    """
+    found = [f for f in run({"trainer.py": trainer}) if f.code == "PFL401"]
+    assert [f.line for f in found] == [13]
+    assert "self.model.forward = torch.compile(self.model.forward)" in found[0].message
+    called = trainer.replace("self.model.forward(x", "self.model(x")
+    found = [f for f in run({"trainer.py": called}) if f.code == "PFL401"]
+    assert "`self.model.compile()` fuses" in found[0].message
+
+
+def test_a_trainer_class_of_another_file_that_calls_only_forward_gets_that_fix():
+    trainer = """
+        class BERTTrainer:
+            def __init__(self, model, loader):
+                self.model = model
+                self.loader = loader
+
+            def train(self):
+                for data in self.loader:
+                    out = self.model.forward(data["x"])
+                    out.sum().backward()
+    """
+    main = """
+        import torch
+        from torch import nn
+        from trainer import BERTTrainer
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3)
+                self.fc = nn.Linear(8, 10)
+
+        model = Net().cuda()
+        BERTTrainer(model, loader).train()
+    """
+    found = [f for f in run({"trainer.py": trainer, "main.py": main}) if f.code == "PFL401"]
+    assert [(f.path, f.line) for f in found] == [("main.py", 12)]
+    assert "model.forward = torch.compile(model.forward)" in found[0].message
+
+
+def test_a_stop_flag_raised_on_an_all_reduced_value_is_needed_at_once():
+    # minimind's PPO: every rank averages approx_kl, then `if approx_kl > target: stop = True`, and the next
+    # epoch's `if stop: break`; all ranks must stop together, now, so the read has no fix at that line
+    ppo = """
+        import torch
+        import torch.distributed as dist
+
+        def update(model, batches, optimizer, epochs, target_kl):
+            stop = False
+            for epoch in range(epochs):
+                if stop:
+                    break
+                for batch in batches:
+                    approx_kl = model(batch.cuda()).mean()
+                    kl = approx_kl.detach().clone()
+                    dist.all_reduce(kl, op=dist.ReduceOp.AVG)
+                    if kl > target_kl:
+                        stop = True
+                    approx_kl.backward()
+                    optimizer.step()
+    """
+    assert not [c for c in codes({"ppo.py": ppo}) if c[1] == "PFL105"]
+    local = ppo.replace("dist.all_reduce(kl, op=dist.ReduceOp.AVG)", "pass")
+    assert (14, "PFL105") in codes({"ppo.py": local})  # not agreed on: an every-k check would do
+
+
+def test_one_minus_host_flags_moved_as_made_is_data_not_a_host_made_tensor():
+    # pytorch-a2c's masks and DDPG's replay sample: `torch.FloatTensor(1 - done)` of flags the environment
+    # returned on the host; they must cross once whatever builds the tensor
+    a2c = """
+        import torch
+
+        def rollout(envs, model, device, steps):
+            state = envs.reset()
+            masks = []
+            for _ in range(steps):
+                dist, value = model(torch.as_tensor(state, device=device))
+                state, reward, done, _ = envs.step(dist.sample().cpu().numpy())
+                masks.append(torch.FloatTensor(1 - done).unsqueeze(1).to(device))
+            return masks
+    """
+    assert not [c for c in codes({"a2c.py": a2c}) if c[1] == "PFL201"]
+    zeros = a2c.replace("torch.FloatTensor(1 - done)", "torch.zeros(8)")
+    assert (10, "PFL201") in codes({"a2c.py": zeros})  # made on the host from nothing: make it on the device

@@ -308,7 +308,8 @@ def _lone_defines(text: str) -> frozenset[str]:
 def _runners(text: str) -> dict[str, str]:
     """Top-level classes named like a loop that runs a model (`DDIMSampler`, `Trainer`) that keep the model
     they are built with (`def __init__(self, model, ...): self.model = model`) and never call it: the
-    method of it they call most (`self.model.apply_model(...)`), or "" when they call none. A class that
+    method of it they call most (`self.model.apply_model(...)`; "forward" when they call only that, which
+    bypasses an in-place compile), or "" when they call none. A class that
     calls the model, hands it on or uses it any other way is left out: it runs the model's `forward`."""
     found = {}
     for m in _CLASS.finditer(text):
@@ -326,8 +327,10 @@ def _runners(text: str) -> dict[str, str]:
         methods = [u[1:].rstrip("( \t\n") for u in uses if u.startswith(".") and u.endswith("(")]
         methods = [m for m in methods if m not in api.MODULE_API_METHODS]
         others = [u for u in uses if not u.startswith(".")][1:]  # past the assignment
-        if "forward" in methods or any(u not in ",)" or not u for u in others) or others and not methods:
+        if any(u not in ",)" or not u for u in others) or others and not methods \
+                or "forward" in methods and set(methods) != {"forward"}:
             continue  # called (`self.model(x)`), aliased, or only handed on (`f(self.model)`): its forward may run
+        # Only `self.model.forward(...)` (BERT-pytorch's trainer): an in-place `model.compile()` would not reach it.
         # Handed on beside the calls of a method (`score_corrector.modify_score(self.model, ...)`): the method
         # is what runs every step.
         found[name] = max(methods, key=methods.count) if methods else ""

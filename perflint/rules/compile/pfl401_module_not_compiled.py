@@ -29,6 +29,9 @@ class ModuleNotCompiled(Rule):
     method_message = "`{name}` runs every step op by op (through its `{method}`), and this program never compiles " \
                      "it: `{name}.{method} = torch.compile({name}.{method})` fuses its elementwise work and cuts " \
                      "launch overhead (`torch.compile({name})` would compile only `forward`)"
+    forward_message = "`{name}` runs every step op by op (its `forward` called directly, which an in-place " \
+                      "`{name}.compile()` would not reach), and this program never compiles it: `{name}.forward = " \
+                      "torch.compile({name}.forward)` fuses its elementwise work and cuts launch overhead"
     severity = "info"
     proof_metric = "ops"
     why = """
@@ -61,7 +64,9 @@ handed to a training or evaluation routine of another file (`train_one_epoch(mod
 `TrainLoop(model=model)`). A model handed to a class of the run that keeps it and runs a method of
 it other than `forward` (`DDIMSampler(model)`, whose steps call `model.apply_model`) gets that method
 compiled in the fix, since `torch.compile(model)` compiles only `forward`, and so does a model a loop
-runs through such a method (`vae.encode(x)`). A model handed to a class that keeps it and calls none of
+runs through such a method (`vae.encode(x)`). A model whose `forward` is called directly (`self.model.forward(x)`,
+also by a trainer class of another file) gets `model.forward = torch.compile(model.forward)`: an in-place
+`model.compile()` changes only `__call__` and would never run (checked on torch 2.13). A model handed to a class that keeps it and calls none of
 its methods is not reported. Quiet when the model's program (the files linked to it by imports) calls
 `torch.compile`, `torch.jit.script`/`trace` or `torch.export` on a model anywhere, even behind a flag:
 the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
@@ -136,7 +141,9 @@ warm): the eager backend does not fuse, so it would prove nothing.
                 continue  # a model that stays on the CPU (a toy, a tutorial): compiling it is not the point
             name = _bound_name(model, origin) or "model"
             method = methods.get(origin)
-            if method:  # `torch.compile(model)` compiles `forward` only: compile the method that runs
+            if method == "forward":
+                message = self.forward_message.format(name=name)
+            elif method:  # `torch.compile(model)` compiles `forward` only: compile the method that runs
                 message = self.method_message.format(name=name, method=method)
             else:
                 message = self.message.format(name=name)
@@ -154,15 +161,15 @@ warm): the eager backend does not fuse, so it would prove nothing.
 
     @staticmethod
     def _module_run(model: FileModel, values: Values, call: cst.Call) -> tuple[cst.CSTNode | None, str | None]:
-        """The construction of the model this call runs, and the method it runs when not `forward` (`vae.encode(x)`;
-        None for `model(x)`, `self.model(x)`, `model.forward(x)`)."""
+        """The construction of the model this call runs, and the method it runs when not called (`vae.encode(x)`,
+        `model.forward(x)`; None for `model(x)`, `self.model(x)`)."""
         func = call.func
         if model.qualname(func) is not None:
             return None, None
         method = None
         if type(func) is cst.Attribute and method_name(call) in api.FORWARD_METHODS:
             v = values.value(func.value)
-            method = method_name(call) if method_name(call) != "forward" else None
+            method = method_name(call)  # `model.forward(x)` too: it bypasses an in-place `model.compile()`
         else:
             v = values.value(func)
         if v.kind != MODULE or v.origin is None or not _worth_compiling(model, v.origin) \

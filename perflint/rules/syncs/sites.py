@@ -570,6 +570,8 @@ def _agreed(model: FileModel, site: SyncSite, calls: list[cst.Call]) -> bool:
     if not shared:
         return False
     root = site.operand
+    if type(root) is cst.Comparison:  # `if approx_kl > target_kl:` of an all-reduced `approx_kl`
+        root = root.left
     while type(root) in (cst.Attribute, cst.Subscript, cst.Call):
         root = root.func if type(root) is cst.Call else root.value
     return type(root) is cst.Name and shared.get(root.value, site.order) < site.order
@@ -595,7 +597,21 @@ def _exit_tests(model: FileModel) -> list[cst.BaseExpression]:
     if found is None:
         found = model._memo["exit-tests"] = [w.test for w in model.nodes(cst.While)]
         found += [node.test for node in model.nodes(cst.If) if _exits(node.body)]
+        # A branch that only raises a stop flag a later exit test reads (minimind's PPO: `if approx_kl >
+        # target: stop_ppo = True`, then `if stop_ppo: break`) is an exit test too.
+        flags = {t.value for t in found if type(t) is cst.Name}
+        found += [node.test for node in model.nodes(cst.If) if flags and _raises_flag(node.body, flags)]
     return found
+
+
+def _raises_flag(block: cst.BaseSuite, flags: set[str]) -> bool:
+    """Whether a block is only `flag = True` for one of these flags."""
+    if len(block.body) != 1 or type(block.body[0]) is not cst.SimpleStatementLine:
+        return False
+    small = block.body[0].body
+    return len(small) == 1 and type(small[0]) is cst.Assign and len(small[0].targets) == 1 \
+        and type(small[0].targets[0].target) is cst.Name and small[0].targets[0].target.value in flags \
+        and is_true(small[0].value)
 
 
 def _exits(block: cst.BaseSuite) -> bool:

@@ -189,6 +189,8 @@ def _data_gains_nothing(values: Values, factory: str, origin: cst.Call) -> bool:
     data = origin.args[0].value
     if type(data) in (cst.ListComp, cst.GeneratorExp):  # `[g.label for g in batch]`: host data, gathered
         return sum(a.keyword is None for a in origin.args) == 1
+    if type(data) is cst.BinaryOperation and type(data.left) in (cst.Integer, cst.Float):
+        data = data.right  # `torch.FloatTensor(1 - done)` of an environment's done flags: data, one cheap pass
     if type(data) not in (cst.Name, cst.Attribute, cst.Subscript, cst.Call):
         return False
     return sum(a.keyword is None for a in origin.args) == 1 and values.value(data).kind != NUMBER
