@@ -4147,3 +4147,49 @@ def test_one_minus_host_flags_moved_as_made_is_data_not_a_host_made_tensor():
     assert not [c for c in codes({"a2c.py": a2c}) if c[1] == "PFL201"]
     zeros = a2c.replace("torch.FloatTensor(1 - done)", "torch.zeros(8)")
     assert (10, "PFL201") in codes({"a2c.py": zeros})  # made on the host from nothing: make it on the device
+
+
+def test_a_method_called_only_under_an_off_option_of_another_file_runs_no_step():
+    # PatchTST / Informer / Autoformer: run_longExp.py calls `exp.predict(setting, True)` only inside `if
+    # args.do_predict:` (a store_true), so Exp_Main.predict's loop is not the intended run (model/crossfile.py)
+    run = """
+        import argparse
+        from exp.exp_main import Exp_Main
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument('--is_training', type=int, default=1)
+        parser.add_argument('--do_predict', action='store_true')
+        args = parser.parse_args()
+        if args.is_training:
+            exp = Exp_Main(args)
+            exp.train(setting)
+            if args.do_predict:
+                exp.predict(setting, True)
+    """
+    exp = """
+        import torch
+
+        class Exp_Main:
+            def __init__(self, args):
+                self.args = args
+                self.model = build(args).to("cuda")
+
+            def train(self, setting):
+                for batch_x, batch_y in self.train_loader:
+                    loss = (self.model(batch_x.float().to("cuda")) - batch_y.to("cuda")).pow(2).mean()
+                    loss.backward()
+
+            def predict(self, setting, load=False):
+                for batch_x, batch_y in self.pred_loader:
+                    dec_inp = torch.zeros([batch_y.shape[0], 24]).float().to("cuda")
+                    outputs = self.model(batch_x.to("cuda"), dec_inp)
+    """
+    # PatchTST also ships Formers/FEDformer/exp/exp_main.py: the script's import loads the exp/ beside it
+    files = {"Formers/FEDformer/exp/exp_main.py": exp, "run_longExp.py": run, "exp/exp_main.py": exp}
+    assert (16, "PFL201") not in codes(files, path="exp/exp_main.py")
+    on = run.replace("parser.add_argument('--do_predict', action='store_true')",
+                     "parser.add_argument('--do_predict', type=int, default=1)")
+    assert (16, "PFL201") in codes({**files, "run_longExp.py": on}, path="exp/exp_main.py")
+    # a call of `predict` on the default path anywhere in the program brings it back
+    called = run.replace("        if args.is_training:", "        Exp_Main(args).predict(setting)\n        if args.is_training:")
+    assert (16, "PFL201") in codes({**files, "run_longExp.py": called}, path="exp/exp_main.py")

@@ -188,6 +188,9 @@ def _target(model: FileModel, values: Values, call: cst.Call, imported: dict,
     head = func
     while type(head) is cst.Attribute:
         head = head.value
+    if type(head) is cst.Call and type(func) is cst.Attribute and func.value is head and type(head.func) is cst.Name \
+            and head.func.value in imported and _a_class(imported[head.func.value][2]):
+        return (*imported[head.func.value], (func.attr.value,))  # `Exp_Main(args).predict(setting)`
     if type(head) is not cst.Name:
         return None
     if head.value in imported:

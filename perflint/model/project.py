@@ -610,7 +610,9 @@ class Project:
         found = [f for f in self._by_name.get(module, ()) if f != path] if module else None
         if not found:
             return None
-        return max(found, key=lambda f: len(_common(f, path)))  # the nearest: the longest shared folder prefix
+        # The nearest (the longest shared folder prefix); of those, the shallowest: a script's `from
+        # exp.exp_main import Exp_Main` loads exp/ beside it, not Formers/FEDformer/exp/ further down.
+        return max(found, key=lambda f: (len(_common(f, path)), -f.count("/")))
 
     def function_file(self, path: str, level: int, module: str, name: str | None, member: tuple[str, ...],
                       depth: int = 0) -> tuple[str, str] | None:
