@@ -4193,3 +4193,173 @@ def test_a_method_called_only_under_an_off_option_of_another_file_runs_no_step()
     # a call of `predict` on the default path anywhere in the program brings it back
     called = run.replace("        if args.is_training:", "        Exp_Main(args).predict(setting)\n        if args.is_training:")
     assert (16, "PFL201") in codes({**files, "run_longExp.py": called}, path="exp/exp_main.py")
+
+
+# ---- blind review 38 (VideoPose3D) ------------------------------------------------------------------------------
+
+def test_a_flag_derived_from_an_option_through_a_conditional_and_len_is_off_by_default():
+    # VideoPose3D: `subjects_semi = [] if not args.subjects_unlabeled else ...split(',')`, then
+    # `semi_supervised = len(subjects_semi) > 0`; the option defaults to '', so every semi-supervised branch is off
+    arguments = """
+        import argparse
+
+        def parse_args():
+            parser = argparse.ArgumentParser()
+            parser.add_argument('-sun', '--subjects-unlabeled', default='', type=str)
+            return parser.parse_args()
+    """
+    run_py = """
+        import torch
+        from common.arguments import parse_args
+
+        args = parse_args()
+        subjects_semi = [] if not args.subjects_unlabeled else args.subjects_unlabeled.split(',')
+        semi_supervised = len(subjects_semi) > 0
+        model = torch.nn.Conv1d(3, 3, 3).cuda()
+        model.compile()
+        for x in loader:
+            loss = model(x.cuda(non_blocking=True)).mean()
+            if semi_supervised:
+                print(loss.item())
+            loss.backward()
+    """
+    files = {"common/arguments.py": arguments, "run.py": run_py}
+    assert (13, "PFL101") not in codes(files, path="run.py")
+    on = arguments.replace("default=''", "default='S1'")
+    assert (13, "PFL101") in codes({**files, "common/arguments.py": on}, path="run.py")
+
+
+def test_calling_a_model_class_of_another_file_builds_a_model_not_an_output():
+    # VideoPose3D: `model_pos = TemporalModel(...)` (a class of `from common.model import *`, a module by its name),
+    # then `pad = (model_pos.receptive_field() - 1) // 2`: a number, not a tensor read on the host
+    run_py = """
+        import torch
+        from common.model import *
+
+        model_pos = TemporalModel(17, 2, 17, filter_widths=[3, 3, 3])
+        receptive_field = model_pos.receptive_field()
+        pad = (receptive_field - 1) // 2
+        model_pos = model_pos.cuda()
+        model_pos.compile()
+        for x in loader:
+            out = model_pos(x.cuda(non_blocking=True))
+            if pad > 0:
+                out = out[:, pad:-pad]
+            out.mean().backward()
+    """
+    assert not [c for c in codes({"run.py": run_py}) if c[1] == "PFL105"]
+
+
+def test_a_model_built_in_two_branches_is_reported_where_the_defaults_build_it():
+    # VideoPose3D: the optimized model unless `--disable-optimizations`, else the plain one; and a trajectory
+    # model built only under `--evaluate`
+    run_py = """
+        import argparse
+        import torch
+        from common.model import *
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument('--disable-optimizations', action='store_true')
+        parser.add_argument('--evaluate', default='', type=str)
+        args = parser.parse_args()
+        if not args.disable_optimizations:
+            model_pos_train = TemporalModelOptimized1f(17, 2, 17)
+        else:
+            model_pos_train = TemporalModel(17, 2, 17)
+        model_traj = None
+        if args.evaluate:
+            model_traj = TemporalModel(17, 2, 1)
+        model_pos_train = model_pos_train.cuda()
+        for x in loader:
+            loss = model_pos_train(x.cuda(non_blocking=True)).mean()
+            if model_traj is not None:
+                loss = loss + model_traj(x.cuda(non_blocking=True)).mean()
+            loss.backward()
+    """
+    found = [c for c in codes({"run.py": run_py}) if c[1] == "PFL401"]
+    assert found == [(11, "PFL401")]
+
+
+def test_a_loader_loop_that_breaks_after_an_option_count_is_a_few_iterations():
+    # melgan: before training, the first `--n_test_samples` (default 8) test clips are saved once
+    train = """
+        import argparse
+        import torch
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--n_test_samples", type=int, default=8)
+        args = parser.parse_args()
+        test_voc = []
+        for i, x_t in enumerate(test_loader):
+            x_t = x_t.cuda()
+            test_voc.append(fft(x_t).detach())
+            if i == args.n_test_samples - 1:
+                break
+        for epoch in range(100):
+            for x in train_loader:
+                loss = netG(x.cuda()).mean()
+                loss.backward()
+    """
+    found = codes({"train.py": train})
+    assert (10, "PFL203") not in found and (16, "PFL203") in found
+    many = train.replace("default=8", "default=1000")
+    assert (10, "PFL203") in codes({"train.py": many})
+
+
+def test_layers_built_only_in_a_branch_the_default_setting_never_takes_run_no_step():
+    # transformer-xl: MemTransformerLM(attn_type=0) builds RelPartialLearnable layers; the RelLearnable ones
+    # (and their attention class) only for attn_type == 1; the file's own self-test passes attn_type=0 too
+    model = """
+        import torch
+        from torch import nn
+
+        class RelLearnableAttn(nn.Module):
+            def __init__(self, d):
+                super(RelLearnableAttn, self).__init__()
+                self.qkv = nn.Linear(d, 3 * d)
+
+            def forward(self, x, mask):
+                if mask is not None and mask.any().item():
+                    x = x.masked_fill(mask, 0)
+                return self.qkv(x)
+
+        class RelLearnableLayer(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.attn = RelLearnableAttn(d)
+
+            def forward(self, x, mask):
+                return self.attn(x, mask)
+
+        class MemTransformerLM(nn.Module):
+            def __init__(self, d, n_layer, attn_type=0):
+                super().__init__()
+                self.layers = nn.ModuleList()
+                if attn_type == 0:
+                    for i in range(n_layer):
+                        self.layers.append(nn.TransformerEncoderLayer(d, 4))
+                elif attn_type == 1:
+                    for i in range(n_layer):
+                        self.layers.append(RelLearnableLayer(d))
+
+        if __name__ == '__main__':
+            model = MemTransformerLM(16, 2, attn_type=0)
+    """
+    train = """
+        import torch
+        from mem_transformer import MemTransformerLM
+
+        model = MemTransformerLM(512, 16, attn_type=args.attn_type).cuda()
+        model.compile()
+        for x in loader:
+            model(x.cuda(non_blocking=True)).mean().backward()
+    """
+    files = {"mem_transformer.py": model, "train.py": train}
+    assert (11, "PFL101") not in codes(files, path="mem_transformer.py")
+    on = model.replace("def __init__(self, d, n_layer, attn_type=0):", "def __init__(self, d, n_layer, attn_type=1):")
+    on = on.replace("MemTransformerLM(16, 2, attn_type=0)", "MemTransformerLM(16, 2, attn_type=1)")
+    assert (11, "PFL101") in codes({**files, "mem_transformer.py": on}, path="mem_transformer.py")
+    # another file that imports the layer class may build it anywhere
+    imported = train.replace("from mem_transformer import MemTransformerLM",
+                             "from mem_transformer import MemTransformerLM, RelLearnableLayer")
+    assert (11, "PFL101") in codes({**files, "train.py": imported}, path="mem_transformer.py")

@@ -122,6 +122,10 @@ class FileFacts:
     # may pass by keyword (it writes `return_list=` somewhere); None when the run holds no other file of the
     # program. A flag no file passes has its default wherever the file has no call of the function.
     flags_passed: frozenset[str] | None = None
+    # Its top-level names that another file of the run imports by name (`from mem_transformer import
+    # MemTransformerLM`); None when one imports the module whole (`import utils`, `from utils import *`) or
+    # dynamically, so that any of its names may be used elsewhere.
+    named_elsewhere: frozenset[str] | None = None
 
     def key(self) -> str:
         flags = "".join("1" if v else "0" for v in (self.torch, self.test_file, self.device_work, self.compiles,
@@ -131,7 +135,8 @@ class FileFacts:
         runners = ",".join(f"{n}={m}" for n, m in self.runners)
         passed = "-" if self.flags_passed is None else ",".join(sorted(self.flags_passed))
         return (f"{flags}:{','.join(sorted(self.local_imports))}:{options}:{','.join(sorted(self.read_backs))}:"
-                f"{','.join(sorted(self.unused_defines))}:{runners}:{passed}:{','.join(sorted(self.not_worth_compiling))}")
+                f"{','.join(sorted(self.unused_defines))}:{runners}:{passed}:{','.join(sorted(self.not_worth_compiling))}:"
+                f"{'-' if self.named_elsewhere is None else ','.join(sorted(self.named_elsewhere))}")
 
     @staticmethod
     def alone(text: str = "", path: str = "") -> "FileFacts":
@@ -593,6 +598,7 @@ class Project:
         unseen = any(s.dynamic_imports for s in self.scans.values())  # a file imports by a computed name
         self._unused = frozenset() if unseen else self._find_unused(importers)
         self._unused_defines = {} if unseen else self._find_unused_defines(importers, wholesale)
+        self._named_elsewhere = None if unseen else self._find_named_elsewhere(wholesale)
 
     def resolve(self, path: str, level: int, module: str, names: tuple[str, ...]) -> list[str]:
         """The project files an import statement of `path` may load."""
@@ -721,6 +727,19 @@ class Project:
                          and PurePosixPath(path).name not in _ENTRY_NAMES and not is_test_path(path)
                          and PurePosixPath(path).stem not in words and PurePosixPath(path).parent in used_folders)
 
+    def _find_named_elsewhere(self, wholesale: set[str]) -> dict[str, frozenset[str] | None]:
+        """Per file, its top-level names that other files import by name; None for a file imported whole."""
+        out: dict[str, frozenset[str] | None] = {path: frozenset() for path in self.scans}
+        for path, scan in self.scans.items():
+            for level, module, names in scan.imports:
+                for name in names:
+                    found = self.function_file(path, level, module, name, ())
+                    if found is not None and found[0] != path and out.get(found[0]) is not None:
+                        out[found[0]] = out[found[0]] | {found[1].split(".")[0]}
+        for path in wholesale:
+            out[path] = None
+        return out
+
     def _find_unused_defines(self, importers: dict[str, set[str]], wholesale: set[str]) -> dict[str, frozenset[str]]:
         """Per file, the classes and functions it alone writes that no file of the run names in an import, in a
         file that some file of the run imports by name and never wholesale (`import utils` could reach `utils.X`),
@@ -776,7 +795,8 @@ class Project:
                          read_backs=frozenset(read_backs), unused=path in self._unused or set_aside(path),
                          unused_defines=self._unused_defines.get(path, frozenset()),
                          runners=tuple(sorted(runners.items())), flags_passed=self._flags_passed.get(path),
-                         not_worth_compiling=frozenset(exempt))
+                         not_worth_compiling=frozenset(exempt),
+                         named_elsewhere=None if self._named_elsewhere is None else self._named_elsewhere.get(path))
 
 
 def _common(a: str, b: str) -> tuple:

@@ -146,6 +146,8 @@ class Steps:
         name = top.cls.name if top is not None and top.cls is not None else top.name if top is not None else None
         if name in unused:
             return Step(False, ((f"no file of this program uses `{name}`", None),))
+        if top is not None and top.cls is not None and self.built_off(top.cls):
+            return Step(False, ((f"`{top.cls.name}` is built only where the defaults never go", None),))
         off = self.off_by_default(frame)
         if off is not None:  # a branch the defaults never take, however deep its own loops are
             return Step(False, (("not with the defaults: `{}`", off),))
@@ -292,6 +294,33 @@ class Steps:
                 found = found or off
         self.unreached_by[info] = found
         return found
+
+    def built_off(self, cls, seen: frozenset = frozenset()) -> bool:
+        """Whether every construction of a class of this file lies where the defaults never go: in an untaken
+        branch (transformer-xl's `elif attn_type == 1:` layers, `attn_type=0` by default) or in a class built
+        only there. Not for a class another file imports (or may, through a whole-module import), nor one its
+        file names other than by calling it (`layer_cls=Block`)."""
+        named = self.model.facts.named_elsewhere
+        if named is None or cls.name in named or cls.name in seen:
+            return False
+        key = ("built-off", cls.name)
+        found = self.model._memo.get(key)
+        if found is None:
+            uses = [n for n in self.model.nodes(cst.Name) if n.value == cls.name and n in self.model.sites]
+            calls = [c for c in self.model.calls if type(c.func) is cst.Name and c.func.value == cls.name]
+            supers = [c for c in self.model.calls if type(c.func) is cst.Name and c.func.value == "super" and c.args
+                      and type(c.args[0].value) is cst.Name and c.args[0].value.value == cls.name]
+            found = bool(calls) and len(uses) == len(calls) + len(supers) and all(
+                self.never_taken(self.model.sites[c][0]) or self._in_class_built_off(c, seen | {cls.name})
+                for c in calls)
+            self.model._memo[key] = found
+        return found
+
+    def _in_class_built_off(self, call: cst.Call, seen: frozenset) -> bool:
+        function = self.model.sites[call][0].function
+        while function is not None and function.cls is None:
+            function = function.frame.parent.function if function.frame is not None and function.frame.parent else None
+        return function is not None and self.built_off(function.cls, seen)
 
     def never_taken(self, frame: Frame) -> bool:
         """Whether a CUDA run with the code's defaults never reaches this frame: it lies in a branch off by
@@ -512,7 +541,7 @@ class Steps:
             iterable = node.for_in.iter
         if _ends_in_break(node):  # `for batch in eval_loader: ...; break`: one batch, one iteration
             return LoopKind(SMALL, (("runs once: the loop body ends in `break`", node.body),))
-        if _breaks_after_few(node):  # `...; if i >= 5: break`: six iterations at most
+        if _breaks_after_few(node, self.values):  # `...; if i >= 5: break`: six iterations at most
             return LoopKind(SMALL, (("a few iterations: the loop breaks after a fixed count", node.body),))
         calls = self.calls_in(frame)
         model = self.model
@@ -937,16 +966,26 @@ def _ends_in_break(node: cst.CSTNode) -> bool:
     return type(last) is cst.SimpleStatementLine and any(type(s) is cst.Break for s in last.body)
 
 
-def _breaks_after_few(loop: cst.CSTNode) -> bool:
-    """`for bib in range(len(batch)): ...; if bib >= 5: break` (StyleTTS2's audio samples after validation): the
-    body ends by leaving once the loop's own counter reaches a small constant."""
+def _breaks_after_few(loop: cst.CSTNode, values: Values) -> bool:
+    """`for bib in range(len(batch)): ...; if bib >= 5: break` (StyleTTS2's audio samples after validation), `for
+    i, x in enumerate(test_loader): ...; if i == args.n_test_samples - 1: break` with a default of 8 (melgan's
+    reference clips, saved once): the body ends by leaving once the loop's own counter reaches a small bound."""
     last = _last_statement(loop)
-    if type(loop) is not cst.For or type(loop.target) is not cst.Name or type(last) is not cst.If \
+    if type(loop) is not cst.For or type(last) is not cst.If \
             or last.orelse is not None or type(last.test) is not cst.Comparison or len(last.test.comparisons) != 1:
+        return False
+    counter = loop.target
+    if type(counter) is cst.Tuple and len(counter.elements) == 2 and type(loop.iter) is cst.Call \
+            and dotted(loop.iter.func) == "enumerate" and len(loop.iter.args) == 1:
+        counter = counter.elements[0].value  # `for i, x in enumerate(loader)`: `i` counts the iterations
+    if type(counter) is not cst.Name:
         return False
     test, comparison = last.test, last.test.comparisons[0]
     bound = int_value(comparison.comparator)
-    return type(test.left) is cst.Name and test.left.value == loop.target.value \
+    if bound is None:
+        bound = values.default_of(comparison.comparator)
+        bound = bound if type(bound) is int else None
+    return type(test.left) is cst.Name and test.left.value == counter.value \
         and type(comparison.operator) in (cst.GreaterThan, cst.GreaterThanEqual, cst.Equal) \
         and bound is not None and bound <= _SMALL_RANGE and _ends_in_break(last)
 

@@ -723,6 +723,20 @@ class Values:
                 return node.evaluated_value
             except Exception:
                 return _NO_DEFAULT
+        if type(node) is cst.IfExp:  # `[] if not args.subjects_unlabeled else args.subjects_unlabeled.split(',')`
+            truth = self.default_truth(node.test)
+            return _NO_DEFAULT if truth is None else self.default_of(node.body if truth else node.orelse, depth + 1)
+        if type(node) is cst.Comparison and len(node.comparisons) == 1:  # `semi_supervised = len(subjects) > 0`
+            truth = self.default_truth(node)
+            return _NO_DEFAULT if truth is None else truth
+        if type(node) is cst.BinaryOperation and type(node.operator) in (cst.Add, cst.Subtract):  # `args.n - 1`
+            left, right = self.default_of(node.left, depth + 1), self.default_of(node.right, depth + 1)
+            if type(left) is int and type(right) is int:
+                return left + right if type(node.operator) is cst.Add else left - right
+            return _NO_DEFAULT
+        if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "len" and len(node.args) == 1:
+            inner = self.default_of(node.args[0].value, depth + 1)
+            return len(inner) if isinstance(inner, (str, tuple)) else _NO_DEFAULT
         if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in ("int", "float") \
                 and len(node.args) == 1:  # `int(version[0])`
             inner = self.default_of(node.args[0].value, depth + 1)
@@ -766,8 +780,16 @@ class Values:
             if param.default is None or self._passed_here(b.value, param):  # a constructor's setting
                 # given a command-line option of the same name (`GraphCNN(..., args.neighbor_pooling_type)`
                 # kept as `self.neighbor_pooling_type`): that option's default
-                return self.option_defaults().get(param.name.value, _NO_DEFAULT) if param.default is None \
-                    else _NO_DEFAULT
+                if param.default is None:
+                    return self.option_defaults().get(param.name.value, _NO_DEFAULT)
+                # A self-test of the file that passes the default itself (transformer-xl's `attn_type=0`)
+                # leaves it the setting that runs.
+                default = self.default_of(param.default, depth + 1)
+                passed = self.arguments(b.value, param)
+                stars = any(a.star for call in self.callers().get(b.value, ()) for a in call.args)
+                return default if passed and not stars and default is not _NO_DEFAULT and all(
+                    type(p) in (cst.Integer, cst.Float, cst.SimpleString, cst.Name)
+                    and self.default_of(p, depth + 1) == default for p in passed) else _NO_DEFAULT
             return self.default_of(param.default, depth + 1)
         value = b.value
         for i in b.path if b.how == "assign" else ():  # `self.gr, self.autobalance = 1.0, autobalance`
@@ -904,6 +926,10 @@ class Values:
                     return Value(MODULE, ON_HOST, (("built by `{}`", call),), origin=call)
                 return Value(OTHER, cls=bound.cls)
             if bound.kind == MODULE:
+                if bound.origin is None and _constructs(call):
+                    # `TemporalModel(...)` of `from common.model import *`, a module by its name only: a CamelCase
+                    # name is the class, and calling it builds a model, not an output (VideoPose3D)
+                    return Value(MODULE, ON_HOST, (("built by `{}`", call),), origin=call)
                 return self.module_output(call, bound)
             if bound.kind == LOADER:
                 return bound

@@ -9,6 +9,7 @@ from perflint.model.project import PROJECTION_LAYERS
 from perflint.model.steps import Step, Steps
 from perflint.model.values import MODULE, ON_DEVICE, Values
 from perflint.rule import Rule
+from perflint.tree import find_all
 
 # Modules worth compiling: a model of this file or a model zoo's, a stack of layers. A lone layer
 # (`nn.Linear(20, 1)`), an activation or a loss is not.
@@ -140,6 +141,12 @@ warm): the eager backend does not fuse, so it would prove nothing.
             if origin in compiled or not self._on_device(model, values, call):
                 continue  # a model that stays on the CPU (a toy, a tutorial): compiling it is not the point
             name = _bound_name(model, origin) or "model"
+            if steps.never_taken(model.frame_of(origin)):
+                # built in a branch the defaults never take (VideoPose3D's `else:` fallback model, a trajectory
+                # model only under `--evaluate`): report where the default run builds it, or not at all
+                origin = _built_by_default(model, steps, name, origin)
+                if origin is None or origin in compiled or not _worth_compiling(model, origin):
+                    continue
             method = methods.get(origin)
             if method == "forward":
                 message = self.forward_message.format(name=name)
@@ -239,6 +246,26 @@ def _only_projection(model: FileModel, call: cst.Call) -> bool:
     names = [(model.qualname(v.func) or dotted(v.func) or "").rsplit(".", 1)[-1] if type(v) is cst.Call else ""
              for v in layers]
     return bool(names) and all(n in PROJECTION_LAYERS for n in names)
+
+
+def _built_by_default(model: FileModel, steps: Steps, name: str, origin: cst.CSTNode) -> cst.CSTNode | None:
+    """Another construction bound to the same name in the same function, in a branch the defaults take (not a
+    wrapper or a move of the model already bound: `model = DistributedDataParallel(model)`, `model.cuda()`)."""
+    function = model.frame_of(origin).function
+    for assign in model.nodes(cst.Assign):
+        value = assign.value
+        if len(assign.targets) == 1 and dotted(assign.targets[0].target) == name and value is not origin \
+                and type(value) is cst.Call and model.frame_of(assign).function is function \
+                and not _mentions(value, name) \
+                and not steps.never_taken(model.frame_of(assign)):
+            return value
+    return None
+
+
+def _mentions(expr: cst.CSTNode, name: str) -> bool:
+    """Whether an expression reads the dotted name (`model` in `DDP(model)`, not in `args.model`)."""
+    attrs = {id(a.attr) for a in find_all(expr, cst.Attribute)}
+    return any(dotted(n) == name for n in find_all(expr, (cst.Name, cst.Attribute)) if id(n) not in attrs)
 
 
 def _bound_name(model: FileModel, origin: cst.CSTNode) -> str | None:
