@@ -4363,3 +4363,153 @@ def test_layers_built_only_in_a_branch_the_default_setting_never_takes_run_no_st
     imported = train.replace("from mem_transformer import MemTransformerLM",
                              "from mem_transformer import MemTransformerLM, RelLearnableLayer")
     assert (11, "PFL101") in codes({**files, "train.py": imported}, path="mem_transformer.py")
+
+
+# ---- blind review 39 (NGCF, Conv-TasNet, GAN_stability, deep_sort) -------------------------------------------
+
+def test_a_script_inside_a_package_folder_imports_its_sibling_module():
+    # NGCF-PyTorch: NGCF/main.py runs `from NGCF import NGCF`, which loads NGCF/NGCF.py (the script's folder is
+    # first on sys.path), whose layers multiply by a sparse adjacency: no compile advice
+    layers = """
+        import torch
+        from torch import nn
+
+        class NGCF(nn.Module):
+            def __init__(self, n, d, adj):
+                super().__init__()
+                self.emb = nn.Embedding(n, d)
+                self.W = nn.Linear(d, d)
+                self.adj = adj
+
+            def forward(self, users):
+                h = torch.sparse.mm(self.adj, self.emb.weight)
+                return self.W(h)[users]
+    """
+    main = """
+        import torch
+        from NGCF import NGCF
+
+        if __name__ == '__main__':
+            model = NGCF(1000, 64, adj).to('cuda')
+            for users in loader:
+                model(users.to('cuda', non_blocking=True)).sum().backward()
+    """
+    files = {"NGCF/__init__.py": "", "NGCF/NGCF.py": layers, "NGCF/main.py": main}
+    assert not [c for c in codes(files) if c[1] == "PFL401"]
+    dense = layers.replace("torch.sparse.mm(self.adj, self.emb.weight)", "self.adj @ self.emb.weight")
+    assert (6, "PFL401") in codes({**files, "NGCF/NGCF.py": dense}, path="NGCF/main.py")
+
+
+def test_a_model_moved_to_the_gpu_only_under_an_option_off_by_default_stays_on_the_cpu():
+    # Conv-TasNet's separate.py: `if args.use_cuda: model.cuda()` with `--use_cuda` 0
+    separate = """
+        import argparse
+        import torch
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument('--use_cuda', type=int, default=0)
+
+        def separate(args, loader):
+            model = ConvTasNet.load_model(args.model_path)
+            if args.use_cuda:
+                model.cuda()
+            for mixture in loader:
+                if args.use_cuda:
+                    mixture = mixture.cuda()
+                estimate = model(mixture)
+                write(estimate)
+
+        if __name__ == '__main__':
+            separate(parser.parse_args(), EvalDataLoader(EvalDataset(), batch_size=1))
+    """
+    net = """
+        from torch import nn
+
+        class ConvTasNet(nn.Module):
+            def __init__(self, n=256):
+                super().__init__()
+                self.encoder = nn.Conv1d(1, n, 16, stride=8)
+                self.decoder = nn.ConvTranspose1d(n, 1, 16, stride=8)
+
+            @classmethod
+            def load_model(cls, path):
+                return cls()
+    """
+    separate = separate.replace("import torch\n", "import torch\n        from conv_tasnet import ConvTasNet\n", 1)
+    files = {"conv_tasnet.py": net, "separate.py": separate}
+    assert not [c for c in codes(files) if c[1] == "PFL401"]
+    on = separate.replace("default=0", "default=1")
+    assert (10, "PFL401") in codes({**files, "separate.py": on})
+
+
+def test_a_program_whose_trainer_differentiates_twice_gets_no_compile_advice():
+    # GAN_stability: train.py builds the networks; gan_training/train.py's R1 penalty calls
+    # `autograd.grad(..., create_graph=True)`, which torch.compile does not support
+    trainer = """
+        import torch
+
+        class Trainer:
+            def __init__(self, generator, discriminator):
+                self.generator, self.discriminator = generator, discriminator
+
+            def discriminator_trainstep(self, x_real):
+                d_real = self.discriminator(x_real)
+                grad = torch.autograd.grad(d_real.sum(), x_real, create_graph=True)[0]
+                (d_real.mean() + grad.pow(2).sum()).backward()
+    """
+    main = """
+        import torch
+        from gan_training.train import Trainer
+        from gan_training.models import Generator, Discriminator
+
+        generator = Generator().to('cuda')
+        discriminator = Discriminator().to('cuda')
+        trainer = Trainer(generator, discriminator)
+        for x_real, y in train_loader:
+            trainer.discriminator_trainstep(x_real.to('cuda', non_blocking=True))
+            generator(torch.randn(64, 128, device='cuda')).mean().backward()
+    """
+    files = {"gan_training/__init__.py": "", "gan_training/train.py": trainer, "train.py": main}
+    assert not [c for c in codes(files) if c[1] == "PFL401"]
+    once = trainer.replace(", create_graph=True", "")
+    assert (6, "PFL401") in codes({**files, "gan_training/train.py": once}, path="train.py")
+
+
+def test_a_copy_from_a_loader_built_elsewhere_does_not_claim_the_loader_is_unpinned():
+    # deep_sort's multi_train_utils: `train_one_epoch(model, optimizer, data_loader, ...)`, whose loader the
+    # training script builds with pin_memory=True
+    utils = """
+        import torch
+
+        def train_one_epoch(model, optimizer, data_loader, device):
+            for images, labels in data_loader:
+                loss = model(images.to(device)).mean()
+                loss.backward()
+                optimizer.step()
+    """
+    found = [f for f in run({"utils.py": utils}) if f.code == "PFL203"]
+    assert found and "where the loader is built (if it is not set there)" in found[0].message
+
+
+def test_settings_defined_by_comparing_each_other_do_not_recurse_forever():
+    # trl: attributes set from comparisons of one another in different methods (flow-insensitive `self.`
+    # bindings) made the default of each depend on the other; the file must still be analysed
+    trainer = """
+        import torch
+
+        class Trainer:
+            def __init__(self, args):
+                self.a = self.b > 0
+
+            def reset(self):
+                self.b = self.a < 1
+
+            def train(self, loader):
+                for x in loader:
+                    if self.a:
+                        x = x.cuda()
+                    loss = x.sum()
+                    print(loss.item())
+    """
+    found = codes({"trainer.py": trainer})
+    assert not [c for c in found if c[1] == "PFL001"]

@@ -92,6 +92,9 @@ class FileFacts:
     compiled_by_default: bool = False  # ... and does so on its default path (no flag, or a flag that is on)
     default_device: bool = False  # this file sets the default device: factories may not make host tensors
     custom_to: bool = False  # its program defines a `to()` method of its own (a batch class such as NestedTensor)
+    # Its program differentiates twice somewhere (`create_graph=True`: an R1 or WGAN-GP penalty in a trainer
+    # file), which torch.compile does not support.
+    double_backward: bool = False
     # Its imports that load a file of the run, as "level:module" (`from ..util import box_ops` -> "2:util"):
     # calls through them are the calls out that model/crossfile.py follows.
     local_imports: frozenset[str] = frozenset()
@@ -130,7 +133,7 @@ class FileFacts:
     def key(self) -> str:
         flags = "".join("1" if v else "0" for v in (self.torch, self.test_file, self.device_work, self.compiles,
                                                      self.compiled_by_default, self.default_device, self.custom_to,
-                                                     self.unused))
+                                                     self.unused, self.double_backward))
         options = ",".join(f"{n}={v}" for n, v in self.options)
         runners = ",".join(f"{n}={m}" for n, m in self.runners)
         passed = "-" if self.flags_passed is None else ",".join(sorted(self.flags_passed))
@@ -187,7 +190,8 @@ class Scan:
 
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
-                 "runs_code", "dynamic_imports", "lone_defines", "runners", "not_worth_compiling", "flags", "assigned")
+                 "runs_code", "dynamic_imports", "lone_defines", "runners", "not_worth_compiling", "flags", "assigned",
+                 "double_backward")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
         """`run`: the file is one of a run's, so the options it reads are scanned even where it declares none
@@ -224,6 +228,7 @@ class Scan:
         self.device_work = bool(_DEVICE_WORK.search(text))
         self.default_device = bool(_DEFAULT_DEVICE.search(text))
         self.custom_to = bool(_CUSTOM_TO.search(text))
+        self.double_backward = "create_graph=True" in text
         # Each compile call and the flag it sits under (None: it always runs).
         self.compile_guards: list[tuple[str | None, bool]] = []
         calls = []  # (row, indent) of each compile call, found by token then checked on its own line
@@ -613,6 +618,14 @@ class Project:
             for _ in range(level - 1):
                 base = base.parent
             module = ".".join(p for p in (base.as_posix().replace("/", "."), module) if p and p != ".")
+        if not level and module and self.scans[path].runs_code \
+                and module.split(".")[0] not in api.TORCH_PACKAGES | api.OTHER_FRAMEWORKS:
+            # A script's own folder comes first on sys.path: NGCF/main.py's `from NGCF import NGCF` loads
+            # NGCF/NGCF.py beside it, not the package NGCF/ it sits in.
+            base = PurePosixPath(path).parent / module.replace(".", "/")
+            for sibling in (f"{base}.py", f"{base}/__init__.py"):
+                if sibling in self.scans and sibling != path:
+                    return sibling
         found = [f for f in self._by_name.get(module, ()) if f != path] if module else None
         if not found:
             return None
@@ -671,10 +684,11 @@ class Project:
                     wholesale.add(own)
         return importers, wholesale
 
-    def _connect(self, importers: dict[str, set[str]]) -> dict[str, tuple[bool, bool, bool, bool, bool]]:
+    def _connect(self, importers: dict[str, set[str]]) -> dict[str, tuple[bool, bool, bool, bool, bool, bool]]:
         """For each file, facts of its program (the files linked to it by local imports, either way): does
         it compile a model somewhere, does it do so by default, does it move work to a device, does it
-        define a `to()` method of its own, does it make the device the default for new tensors (ssd.pytorch's
+        define a `to()` method of its own, does it differentiate twice (last), does it make the device the
+        default for new tensors (ssd.pytorch's
         train.py sets `torch.cuda.FloatTensor` as the default type, so its loss's `torch.Tensor(...)` is made
         there). A folder of separate examples is many programs; a package and
         the scripts that import it are one."""
@@ -706,7 +720,8 @@ class Project:
             defaults = set().union(*(s.true_defaults for s in scans))
             any_compile = any(s.compile_guards for s in scans)
             programs[root] = (any_compile, any_compile and any(s.compiled_by_default(defaults) for s in scans),
-                              device_work, custom_to, any(s.default_device for s in scans))
+                              device_work, custom_to, any(s.default_device for s in scans),
+                              any(s.double_backward for s in scans))
             options = program_options[root] = {}
             for s in scans:
                 for name, value in s.options.items():
@@ -759,7 +774,7 @@ class Project:
     def facts(self, path: str, tests_as_code: bool = False) -> FileFacts:
         """The facts one file is linted with (`tests_as_code`: a test file is judged as any other)."""
         scan = self.scans[path]
-        compiles, by_default, device_work, custom_to, default_device = self._programs[path]
+        compiles, by_default, device_work, custom_to, default_device, double_backward = self._programs[path]
         local = frozenset(f"{level}:{module}" for level, module, names in scan.imports
                           if self.resolve(path, level, module, names))
         read_backs = set(scan.read_backs)
@@ -791,6 +806,7 @@ class Project:
         return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path) and not tests_as_code,
                          device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=default_device,
+                         double_backward=double_backward,
                          custom_to=custom_to, local_imports=local, options=_read_options(scan, self._options[path]),
                          read_backs=frozenset(read_backs), unused=path in self._unused or set_aside(path),
                          unused_defines=self._unused_defines.get(path, frozenset()),

@@ -650,20 +650,20 @@ class Values:
         return replace(v, device=container.device) if v.kind in (MODULE, TENSOR) else v
 
     # ---- the default configuration ------------------------------------------------------------------------
-    def default_truth(self, test: cst.BaseExpression) -> bool | None:
+    def default_truth(self, test: cst.BaseExpression, depth: int = 0) -> bool | None:
         """Whether a condition holds when the code runs with its defaults (`self.objective == "pred_v"` where
         `__init__(..., objective="pred_v")` sets it); None where the code does not say."""
         if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            inner = self.default_truth(test.expression)
+            inner = self.default_truth(test.expression, depth)
             return None if inner is None else not inner
         if type(test) is cst.BooleanOperation:
-            left, right = self.default_truth(test.left), self.default_truth(test.right)
+            left, right = self.default_truth(test.left, depth), self.default_truth(test.right, depth)
             if type(test.operator) is cst.And:
                 return False if False in (left, right) else (True if left and right else None)
             return True if True in (left, right) else (False if left is False and right is False else None)
         if type(test) is cst.Comparison and len(test.comparisons) == 1:
             op = test.comparisons[0].operator
-            left, right = self.default_of(test.left), self.default_of(test.comparisons[0].comparator)
+            left, right = self.default_of(test.left, depth), self.default_of(test.comparisons[0].comparator, depth)
             if left is _NO_DEFAULT and type(right) in (int, float) and self._counts_up(test.left):
                 # `epoch < args.warm_epoch` with a default of 0: a loop counter over a range is never below 0
                 if type(op) in (cst.LessThan, cst.GreaterThanEqual) and right <= 0 \
@@ -684,7 +684,7 @@ class Values:
             except TypeError:
                 return None
             return None
-        value = self.default_of(test)
+        value = self.default_of(test, depth)
         return None if value is _NO_DEFAULT else bool(value)
 
     def _counts_up(self, node: cst.BaseExpression) -> bool:
@@ -708,7 +708,7 @@ class Values:
     def default_of(self, node: cst.BaseExpression, depth: int = 0):
         """The value an expression has with the code's defaults: a literal, a constructor parameter's default,
         a name or a `self.` attribute assigned once from one of these; `_NO_DEFAULT` where not known."""
-        if depth > 4:
+        if depth > 8:
             return _NO_DEFAULT
         if type(node) is cst.BooleanOperation:  # `opt.instance_feat or opt.label_feat`, as Python computes it
             left = self.default_of(node.left, depth + 1)
@@ -724,10 +724,10 @@ class Values:
             except Exception:
                 return _NO_DEFAULT
         if type(node) is cst.IfExp:  # `[] if not args.subjects_unlabeled else args.subjects_unlabeled.split(',')`
-            truth = self.default_truth(node.test)
+            truth = self.default_truth(node.test, depth + 1)
             return _NO_DEFAULT if truth is None else self.default_of(node.body if truth else node.orelse, depth + 1)
         if type(node) is cst.Comparison and len(node.comparisons) == 1:  # `semi_supervised = len(subjects) > 0`
-            truth = self.default_truth(node)
+            truth = self.default_truth(node, depth + 1)
             return _NO_DEFAULT if truth is None else truth
         if type(node) is cst.BinaryOperation and type(node.operator) in (cst.Add, cst.Subtract):  # `args.n - 1`
             left, right = self.default_of(node.left, depth + 1), self.default_of(node.right, depth + 1)

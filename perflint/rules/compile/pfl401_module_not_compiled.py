@@ -59,7 +59,8 @@ for x, y in loader:
 """
     known_problems = """
 Reported once per model, where it is built (for a factory that builds one model per branch, `get_model(name)`,
-where the factory is called), when the model runs every step: called in a loop over a
+where the factory is called; for a name bound in two branches, where the defaults build it, and not at all
+when only a branch the defaults never take does), when the model runs every step: called in a loop over a
 data loader or over training steps (in this file, also through the functions it passes the model to), or
 handed to a training or evaluation routine of another file (`train_one_epoch(model, ...)`,
 `TrainLoop(model=model)`). A model handed to a class of the run that keeps it and runs a method of
@@ -89,14 +90,15 @@ info), not an error.
 Quiet in a file that imports Opacus (differentially private training: its per-sample gradient hooks do
 not support torch.compile), and in a trainer built on transformers' `Trainer`, whose `torch_compile`
 argument is the flag. Quiet in a file that differentiates twice (`torch.autograd.grad(...,
-create_graph=True)`: a gradient penalty such as R1 or WGAN-GP), which torch.compile does not support.
+create_graph=True)`: a gradient penalty such as R1 or WGAN-GP), or whose program does in another file (a
+trainer module), which torch.compile does not support.
 The pair uses Inductor, which compiles C++ on its first run (about 10-15 s with a cold cache, about 1 s
 warm): the eager backend does not fuse, so it would prove nothing.
 """
 
     def finish(self, model: FileModel) -> None:
         facts = model.facts
-        if facts.compiles or _double_backward(model) or _OPACUS.search(model.text):
+        if facts.compiles or facts.double_backward or _double_backward(model) or _OPACUS.search(model.text):
             return
         values, steps = Values.of(model), Steps.of(model)
         compiled = set()  # models this file compiles: `torch.compile(Net())`, `model.compile()`
@@ -141,6 +143,8 @@ warm): the eager backend does not fuse, so it would prove nothing.
             if origin in compiled or not self._on_device(model, values, call):
                 continue  # a model that stays on the CPU (a toy, a tutorial): compiling it is not the point
             name = _bound_name(model, origin) or "model"
+            if _moved_only_off(model, steps, name, origin):
+                continue  # `if args.use_cuda: model.cuda()` with `--use_cuda` 0 (Conv-TasNet): it runs on the CPU
             if steps.never_taken(model.frame_of(origin)):
                 # built in a branch the defaults never take (VideoPose3D's `else:` fallback model, a trajectory
                 # model only under `--evaluate`): report where the default run builds it, or not at all
@@ -260,6 +264,16 @@ def _built_by_default(model: FileModel, steps: Steps, name: str, origin: cst.CST
                 and not steps.never_taken(model.frame_of(assign)):
             return value
     return None
+
+
+def _moved_only_off(model: FileModel, steps: Steps, name: str, origin: cst.CSTNode) -> bool:
+    """Whether every move of the model to a device in the function that builds it (`model.cuda()`,
+    `model = DataParallel(model).cuda()`) lies in a branch the defaults never take."""
+    function = model.frame_of(origin).function
+    moves = [c for c in model.calls if method_name(c) in ("cuda", "to") and type(c.func) is cst.Attribute
+             and model.sites[c][0].function is function
+             and (_mentions(c.func.value, name) or origin in _chain(c.func.value))]  # `Net().to(device)` too
+    return bool(moves) and all(steps.never_taken(model.sites[c][0]) for c in moves)
 
 
 def _mentions(expr: cst.CSTNode, name: str) -> bool:

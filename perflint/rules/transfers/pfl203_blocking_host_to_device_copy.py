@@ -80,7 +80,9 @@ since converting after the copy moves more bytes when the conversion narrows (fl
                 continue
             pinned = _pins_memory(model, values, v.loader)
             advice = "the loader pins memory: pass `non_blocking=True`" if pinned else \
-                "pin the loader's memory (`pin_memory=True`) and pass `non_blocking=True`"
+                "pin the loader's memory (`pin_memory=True`) and pass `non_blocking=True`" \
+                if type(v.loader) is cst.Call else \
+                "pass `non_blocking=True`, with `pin_memory=True` where the loader is built (if it is not set there)"
             conversion = _conversion(call.func.value)
             if conversion is not None:  # `label.long().cuda()`: pinning holds only if `.long()` is a no-op
                 after = cst.Call(cst.Attribute(with_keyword(call.with_changes(func=call.func.with_changes(
