@@ -719,6 +719,16 @@ class Steps:
             found = self.model._memo[key] = any(self.trains(c, depth + 1) for c in callee.calls)
         return found
 
+    def training_call(self) -> cst.Call | None:
+        """The first call of this file that learns (`loss.backward()`, an optimizer step, `torch.autograd.grad`),
+        not an environment's step: None in a file that only runs models forward (an evaluation, a demo)."""
+        key = "training-call"
+        if key not in self.model._memo:
+            self.model._memo[key] = next(
+                (c for c in self.model.calls if "env" not in _receiver(c) and self._trains(c)
+                 or self.model.qualname(c.func) == "torch.autograd.grad"), None)
+        return self.model._memo[key]
+
     def _steps_once(self, call: cst.Call, depth: int = 0) -> bool:
         """`optimizer.step()`, or a call of a function of this file that steps an optimizer outside any loop
         of its own (`run_step()` -> `optimize_normal()` -> `self.opt.step()`)."""

@@ -1,4 +1,5 @@
-"""PFL401 fixed: the same model compiled with Inductor; GELU and LayerNorm run as one generated kernel.
+"""PFL401 fixed: the same model compiled with Inductor; GELU and LayerNorm run as one generated kernel, in the
+forward and in the backward.
 
 Inductor compiles C++ on the first run (about 10-15 s with a cold cache, about 1 s warm)."""
 
@@ -13,6 +14,12 @@ def run(xs):
     torch.manual_seed(1)
     model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 1)).to(DEVICE)
     model.compile()  # in place: still an nn.Sequential, its state_dict keys unchanged
-    with torch.no_grad():
-        outs = [model(x.to(DEVICE)) for x in xs]
-    return torch.cat(outs)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    losses = []
+    for x in xs:
+        loss = model(x.to(DEVICE)).square().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.detach())
+    return torch.stack(losses)
