@@ -3092,7 +3092,7 @@ def test_a_helper_given_host_tensors_returns_a_host_tensor_whatever_its_other_ca
                 for b in range(pred.shape[0]):
                     truth = boxes[b].to("cuda")
                     best = iou(boxes[b], self.ref).argmax(1)
-                    if sum(best == 0) == 0:
+                    if (best == 0).sum().item() == 0:
                         continue
                     overlap = iou(pred[b].cuda(), truth)
 
@@ -3100,9 +3100,9 @@ def test_a_helper_given_host_tensors_returns_a_host_tensor_whatever_its_other_ca
                 for x, boxes in loader:
                     self.build_target(model(x.cuda(non_blocking=True)), boxes)
     """
-    assert (17, "PFL105") not in codes({"loss.py": loss})
+    assert (17, "PFL101") not in codes({"loss.py": loss})
     on_device = loss.replace("iou(boxes[b], self.ref)", "iou(truth, self.ref.cuda())")
-    assert (17, "PFL105") in codes({"loss.py": on_device})
+    assert (17, "PFL101") in codes({"loss.py": on_device})
 
 
 # ---- blind review 29 (accelerate, peft, XLM) and what its mends first broke (RAFT, a2c, lerobot) -------------
@@ -4562,3 +4562,27 @@ def test_compile_advice_needs_a_program_that_trains_or_samples_step_by_step():
             samples.append(sample.cpu())
     """
     assert (4, "PFL401") in codes({"image_sample.py": sample})
+
+
+def test_a_tensor_condition_in_a_loop_over_items_of_device_ops_is_the_algorithm():
+    # Beam-search bookkeeping (PreSumm's predictor, XLM's generate_beam, LoRA's bertabs): a test per hypothesis
+    # inside a loop over the batch's beams. Fixing it means vectorizing the search, not moving one read; the
+    # hold-out verdicts on such findings were 1 right, 8 wrong.
+    decode = """
+        import torch
+
+        def translate(model, loader):
+            for batch in loader:
+                scores = model(batch.cuda(non_blocking=True))
+                finished = scores.argmax(-1) == 2
+                for k in range(finished.size(0)):
+                    if finished[k]:
+                        hyp = scores[k].topk(3)
+                        results.append(hyp)
+    """
+    assert not [c for c in codes({"decode.py": decode}) if c[1] == "PFL105"]
+    # The same test on the step loop itself is the pattern the rule is for.
+    step = decode.replace("""                for k in range(finished.size(0)):
+                    if finished[k]:""", """                if finished.any():
+                    if True:""")
+    assert (8, "PFL105") in codes({"decode.py": step})
