@@ -4586,3 +4586,25 @@ def test_a_tensor_condition_in_a_loop_over_items_of_device_ops_is_the_algorithm(
                     if finished[k]:""", """                if finished.any():
                     if True:""")
     assert (8, "PFL105") in codes({"decode.py": step})
+
+
+def test_a_model_under_data_parallel_is_told_to_move_to_ddp_before_compiling():
+    # ban-vqa (blind review 40): `model.compile()` and then `nn.DataParallel(model)`: each replica copies the
+    # module's __dict__, the compiled call of the original included, so on several GPUs every replica would run
+    # the first GPU's weights. The advice there is DDP first, then compile.
+    src = """
+        import torch
+        from torch import nn
+        from models import build_model
+        model = build_model().cuda()
+        model = nn.DataParallel(model)
+        for x, y in loader:
+            model(x.cuda(non_blocking=True)).mean().backward()
+    """
+    found = [f for f in run({"train.py": src}) if f.code == "PFL401"]
+    assert [f.line for f in found] == [5]
+    assert "DistributedDataParallel" in found[0].message and "`model.compile()`" in found[0].message
+    assert any(e.startswith("wrapped by `nn.DataParallel(model)`") for e in found[0].evidence)
+    ddp = src.replace("nn.DataParallel(model)", "nn.parallel.DistributedDataParallel(model)")
+    found = [f for f in run({"train.py": ddp}) if f.code == "PFL401"]
+    assert [f.line for f in found] == [5] and "DistributedDataParallel" not in found[0].message

@@ -33,6 +33,11 @@ class ModuleNotCompiled(Rule):
     forward_message = "`{name}` runs every step op by op (its `forward` called directly, which an in-place " \
                       "`{name}.compile()` would not reach), and this program never compiles it: `{name}.forward = " \
                       "torch.compile({name}.forward)` fuses its elementwise work and cuts launch overhead"
+    data_parallel_message = "`{name}` runs every step op by op, and this program never compiles it; it runs under " \
+                            "`nn.DataParallel`, which does not mix with compiling (an in-place `{name}.compile()` is " \
+                            "copied into each replica still bound to the model on the first GPU, and a compiled " \
+                            "`DataParallel` runs its replicas eagerly): move to `DistributedDataParallel`, one " \
+                            "process per GPU, and compile the model before wrapping it"
     severity = "info"
     proof_metric = "ops"
     why = """
@@ -75,7 +80,11 @@ it other than `forward` (`DDIMSampler(model)`, whose steps call `model.apply_mod
 compiled in the fix, since `torch.compile(model)` compiles only `forward`, and so does a model a loop
 runs through such a method (`vae.encode(x)`). A model whose `forward` is called directly (`self.model.forward(x)`,
 also by a trainer class of another file) gets `model.forward = torch.compile(model.forward)`: an in-place
-`model.compile()` changes only `__call__` and would never run (checked on torch 2.13). A model handed to a class that keeps it and calls none of
+`model.compile()` changes only `__call__` and would never run (checked on torch 2.13). A model wrapped in `nn.DataParallel` is told to move to
+`DistributedDataParallel` and compile there: the wrapper's replicas copy the module's `__dict__`, the compiled
+call of an in-place `compile()` included, so each would run the original on the first GPU (torch 2.13's
+`Module._replicate_for_data_parallel`), and `torch.compile` of the wrapper falls back to eager speed on
+several GPUs (pytorch/pytorch#94636). A model handed to a class that keeps it and calls none of
 its methods is not reported. Quiet when the model's program (the files linked to it by imports) calls
 `torch.compile`, `torch.jit.script`/`trace` or `torch.export` on a model anywhere, even behind a flag:
 the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
@@ -165,15 +174,19 @@ warm): the eager backend does not fuse, so it would prove nothing.
                 if origin is None or origin in compiled or not _worth_compiling(model, origin):
                     continue
             method = methods.get(origin)
-            if method == "forward":
+            wrap = _data_parallel(model, name, origin)
+            if wrap is not None:
+                message = self.data_parallel_message.format(name=name)
+            elif method == "forward":
                 message = self.forward_message.format(name=name)
             elif method:  # `torch.compile(model)` compiles `forward` only: compile the method that runs
                 message = self.method_message.format(name=name, method=method)
             else:
                 message = self.message.format(name=name)
             learning = (("this file trains: `{}`", learns),) if learns is not None else ()
-            self.report(model, origin, message, evidence=(("runs every step: `{}`", call), *step.why[:2], *learning),
-                        step=step)
+            wrapped = (("wrapped by `{}`", wrap),) if wrap is not None else ()
+            self.report(model, origin, message, evidence=(("runs every step: `{}`", call), *step.why[:2], *learning,
+                                                          *wrapped), step=step)
 
     @staticmethod
     def _on_device(model: FileModel, values: Values, call: cst.Call) -> bool:
@@ -297,6 +310,18 @@ def _moved_only_off(model: FileModel, steps: Steps, name: str, origin: cst.CSTNo
              and model.sites[c][0].function is function
              and (_mentions(c.func.value, name) or origin in _chain(c.func.value))]  # `Net().to(device)` too
     return bool(moves) and all(steps.never_taken(model.sites[c][0]) for c in moves)
+
+
+def _data_parallel(model: FileModel, name: str, origin: cst.CSTNode) -> cst.Call | None:
+    """`nn.DataParallel(model)` (or of the construction itself) in this file. Its replicas copy the module's
+    `__dict__`, the compiled `_call_impl` of an in-place `compile()` included (torch 2.13's
+    `Module._replicate_for_data_parallel`), so each would run the original on the first GPU's weights; and
+    `torch.compile` of the wrapper falls back to eager speed on several GPUs (pytorch/pytorch#94636)."""
+    for call in model.calls:
+        if model.qualname(call.func) in api.DATA_PARALLEL and call.args \
+                and (_mentions(call.args[0].value, name) or origin in _chain(call.args[0].value)):
+            return call
+    return None
 
 
 def _mentions(expr: cst.CSTNode, name: str) -> bool:
