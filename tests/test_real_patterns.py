@@ -4608,3 +4608,20 @@ def test_a_model_under_data_parallel_is_told_to_move_to_ddp_before_compiling():
     ddp = src.replace("nn.DataParallel(model)", "nn.parallel.DistributedDataParallel(model)")
     found = [f for f in run({"train.py": ddp}) if f.code == "PFL401"]
     assert [f.line for f in found] == [5] and "DistributedDataParallel" not in found[0].message
+    # A DataParallel wrap only behind an option off by default leaves the in-place advice.
+    option = """
+        import argparse
+        import torch
+        from torch import nn
+        from models import build_model
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--multi-gpu", action="store_true")
+        args = parser.parse_args()
+        model = build_model().cuda()
+        if args.multi_gpu:
+            model = nn.DataParallel(model)
+        for x, y in loader:
+            model(x.cuda(non_blocking=True)).mean().backward()
+    """
+    found = [f for f in run({"train.py": option}) if f.code == "PFL401"]
+    assert [f.line for f in found] == [9] and "`model.compile()` fuses" in found[0].message

@@ -174,7 +174,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
                 if origin is None or origin in compiled or not _worth_compiling(model, origin):
                     continue
             method = methods.get(origin)
-            wrap = _data_parallel(model, name, origin)
+            wrap = _data_parallel(model, steps, name, origin)
             if wrap is not None:
                 message = self.data_parallel_message.format(name=name)
             elif method == "forward":
@@ -312,14 +312,16 @@ def _moved_only_off(model: FileModel, steps: Steps, name: str, origin: cst.CSTNo
     return bool(moves) and all(steps.never_taken(model.sites[c][0]) for c in moves)
 
 
-def _data_parallel(model: FileModel, name: str, origin: cst.CSTNode) -> cst.Call | None:
-    """`nn.DataParallel(model)` (or of the construction itself) in this file. Its replicas copy the module's
+def _data_parallel(model: FileModel, steps: Steps, name: str, origin: cst.CSTNode) -> cst.Call | None:
+    """`nn.DataParallel(model)` (or of the construction itself) in this file, not in a branch the defaults never
+    take. Its replicas copy the module's
     `__dict__`, the compiled `_call_impl` of an in-place `compile()` included (torch 2.13's
     `Module._replicate_for_data_parallel`), so each would run the original on the first GPU's weights; and
     `torch.compile` of the wrapper falls back to eager speed on several GPUs (pytorch/pytorch#94636)."""
     for call in model.calls:
         if model.qualname(call.func) in api.DATA_PARALLEL and call.args \
-                and (_mentions(call.args[0].value, name) or origin in _chain(call.args[0].value)):
+                and (_mentions(call.args[0].value, name) or origin in _chain(call.args[0].value)) \
+                and not steps.never_taken(model.sites[call][0]):
             return call
     return None
 
