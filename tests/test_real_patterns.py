@@ -4625,3 +4625,44 @@ def test_a_model_under_data_parallel_is_told_to_move_to_ddp_before_compiling():
     """
     found = [f for f in run({"train.py": option}) if f.code == "PFL401"]
     assert [f.line for f in found] == [9] and "`model.compile()` fuses" in found[0].message
+
+
+def test_a_function_a_dispatch_picks_only_under_an_option_off_by_default_does_not_run():
+    # vnet.pytorch (blind review 41): `nll = True; if args.dice: nll = False`, then `train = train_nll` or
+    # `train = train_dice` on that flag, and `train(...)` every epoch: with `--dice` off, train_dice never runs.
+    src = """
+        import argparse
+        import torch
+
+        def train_nll(model, loader):
+            for x, y in loader:
+                model(x.cuda()).sum().backward()
+
+        def train_dice(model, loader):
+            for x, y in loader:
+                model(x.cuda()).sum().backward()
+
+        def main():
+            parser = argparse.ArgumentParser()
+            parser.add_argument('--dice', action='store_true')
+            args = parser.parse_args()
+            nll = True
+            if args.dice:
+                nll = False
+            if nll:
+                train = train_nll
+            else:
+                train = train_dice
+            model = Net().cuda()
+            for epoch in range(10):
+                train(model, torch.utils.data.DataLoader(ds, batch_size=8, pin_memory=True))
+
+        if __name__ == '__main__':
+            main()
+    """
+    found = [c for c in codes({"train.py": src}) if c[1] == "PFL203"]
+    assert found == [(7, "PFL203")]
+    # With --dice on by default, train_dice runs (the flag then has two values the defaults may reach, so both
+    # functions stay reported).
+    on = src.replace("action='store_true'", "action='store_true', default=True")
+    assert (11, "PFL203") in codes({"train.py": on})

@@ -280,10 +280,12 @@ class Steps:
         if info in self.unreached_by:
             return self.unreached_by[info]
         self.unreached_by[info] = None  # a cycle of calls proves nothing
-        callers = self.values.callers().get(info, ())
+        # Its calls, and the places that name it without calling it (`train = train_dice` in a dispatch on an
+        # option): where every one of them lies off the default path, so does the function.
+        places = (*self.values.callers().get(info, ()), *self.values.passed().get(info, ()))
         found = None
-        if callers and not self.values.passed().get(info) and (not _callable_from_elsewhere(info) or _script(self.model)):
-            for call in callers:
+        if places and (not _callable_from_elsewhere(info) or _script(self.model)):
+            for call in places:
                 frame = self.model.sites[call][0]
                 off = self.off_by_default(frame)
                 if off is None:

@@ -687,6 +687,16 @@ class Values:
         value = self.default_of(test, depth)
         return None if value is _NO_DEFAULT else bool(value)
 
+    def _bound_off(self, binding: Binding, read: cst.CSTNode, depth: int) -> bool:
+        """Whether a binding lies in a branch (of the function that reads it) whose test fails with the defaults."""
+        frame, stop = binding.frame, self.model.sites[read][0].function
+        while frame is not None and frame.function is stop:
+            if frame.condition is not None and self.default_truth(frame.condition[0], depth + 1) is (
+                    not frame.condition[1]):
+                return True
+            frame = frame.parent
+        return False
+
     def _counts_up(self, node: cst.BaseExpression) -> bool:
         """A name that only a `for` over `range(...)` from a start of at least 0 (or `enumerate`'s index)
         binds: never negative."""
@@ -762,6 +772,8 @@ class Values:
             if node not in self.model.sites:
                 return _NO_DEFAULT
             bindings = self.reaching(node.value, *self._site(node))
+            if bindings and len(bindings) > 1:  # `nll = True` then `if args.dice: nll = False`: the default run
+                bindings = [b for b in bindings if not self._bound_off(b, node, depth)]  # skips that branch
         elif type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self" \
                 and node in self.model.sites:
             cls = _class_of(self._site(node)[0])
