@@ -4520,9 +4520,9 @@ def test_settings_defined_by_comparing_each_other_do_not_recurse_forever():
 
 
 def test_compile_advice_needs_a_program_that_trains_or_samples_step_by_step():
-    # Blind reviews 28-39 judged compile advice in forward-only scripts wrong 28 times of 33: a one-pass
-    # evaluation over a test split, per-image inference, a rendering or feature-dump script, where compile
-    # warm-up (and recompiles at varying shapes) costs more than the few hundred forward passes save.
+    # The blind reviews split on compile advice in forward-only scripts (29 right, 32 wrong of the corpus's 73):
+    # a one-pass evaluation over a test split, per-image inference, a rendering or feature-dump script, where
+    # compile warm-up (and recompiles at varying shapes) often costs more than the forward passes save.
     evaluate = """
         import torch
         from models import ResNet
@@ -4566,8 +4566,8 @@ def test_compile_advice_needs_a_program_that_trains_or_samples_step_by_step():
 
 def test_a_tensor_condition_in_a_loop_over_items_of_device_ops_is_the_algorithm():
     # Beam-search bookkeeping (PreSumm's predictor, XLM's generate_beam, LoRA's bertabs): a test per hypothesis
-    # inside a loop over the batch's beams. Fixing it means vectorizing the search, not moving one read; the
-    # hold-out verdicts on such findings were 1 right, 8 wrong.
+    # inside a loop over the batch's beams. Fixing it means vectorizing the search, not moving one read; of the
+    # corpus's 18 such findings, 3 were judged right and 8 wrong.
     decode = """
         import torch
 

@@ -314,10 +314,10 @@ def _moved_only_off(model: FileModel, steps: Steps, name: str, origin: cst.CSTNo
 
 def _data_parallel(model: FileModel, steps: Steps, name: str, origin: cst.CSTNode) -> cst.Call | None:
     """`nn.DataParallel(model)` (or of the construction itself) in this file, not in a branch the defaults never
-    take. Its replicas copy the module's
-    `__dict__`, the compiled `_call_impl` of an in-place `compile()` included (torch 2.13's
-    `Module._replicate_for_data_parallel`), so each would run the original on the first GPU's weights; and
-    `torch.compile` of the wrapper falls back to eager speed on several GPUs (pytorch/pytorch#94636)."""
+    take. Its replicas copy the module's `__dict__`, the compiled `_call_impl` of an in-place `compile()`
+    included (torch 2.13's `Module._replicate_for_data_parallel`), so each would run the original on the first
+    GPU's weights; and `torch.compile` of the wrapper falls back to eager speed on several GPUs
+    (pytorch/pytorch#94636)."""
     for call in model.calls:
         if model.qualname(call.func) in api.DATA_PARALLEL and call.args \
                 and (_mentions(call.args[0].value, name) or origin in _chain(call.args[0].value)) \
