@@ -4666,3 +4666,28 @@ def test_a_function_a_dispatch_picks_only_under_an_option_off_by_default_does_no
     # functions stay reported).
     on = src.replace("action='store_true'", "action='store_true', default=True")
     assert (11, "PFL203") in codes({"train.py": on})
+
+
+def test_a_branch_an_isinstance_test_keeps_for_arrays_holds_no_tensor():
+    # YOLOv6's evaluator (blind review 42): `scale_coords` handles tensors in `if isinstance(coords,
+    # torch.Tensor):` and NumPy arrays in its `else:`; every caller passes a device tensor, so the else branch's
+    # list indexing copies nothing to the device.
+    src = """
+        import numpy as np
+        import torch
+
+        def scale_coords(coords, pad):
+            coords[:, [0, 2]] -= pad[0]
+            if isinstance(coords, torch.Tensor):
+                coords[:, 0].clamp_(0, 10)
+            else:
+                coords[:, [0, 2]] = coords[:, [0, 2]].clip(0, 10)
+            if isinstance(coords, (np.ndarray, list)):
+                coords[:, [1, 3]] = 0
+            return coords
+
+        def evaluate(model, loader):
+            for x, y in loader:
+                scale_coords(model(x.cuda(non_blocking=True)), (1, 2))
+    """
+    assert [c for c in codes({"evaler.py": src}, linter=ALL) if c[1] == "PFL206"] == [(6, "PFL206")]

@@ -189,7 +189,9 @@ class Values:
     def _value(self, node: cst.CSTNode) -> Value:
         kind = type(node)  # not isinstance: an ABC check is a Python call, and every node type here is concrete
         if kind is cst.Name:
-            return self.name(node.value, node)
+            found = self.name(node.value, node)
+            test = self._rules_out_a_tensor(node) if found.kind == TENSOR else None
+            return Value(NDARRAY, ON_HOST, (("not a tensor here: `{}`", test),)) if test is not None else found
         if kind is cst.Attribute:
             return self.attribute(node)
         if kind is cst.Call:
@@ -686,6 +688,22 @@ class Values:
             return None
         value = self.default_of(test, depth)
         return None if value is _NO_DEFAULT else bool(value)
+
+    def _rules_out_a_tensor(self, node: cst.Name) -> cst.Call | None:
+        """The `isinstance` test of the name's own function that rules out a tensor where it is read: the `else`
+        of `if isinstance(x, torch.Tensor):`, the body of `if isinstance(x, np.ndarray):` (YOLOv6's scale_coords
+        keeps a NumPy branch that no caller takes with a device tensor)."""
+        site = self.model.sites.get(node)  # (a node a rule made, such as a fix's replacement, has no site)
+        frame = site[0] if site is not None else None
+        function = frame.function if frame is not None else None
+        while frame is not None and frame.function is function:
+            if frame.condition is not None:
+                test, holds = frame.condition
+                kinds = _isinstance_of(self.model, test, node.value)
+                if kinds is not None and (TENSOR not in kinds if holds else kinds == {TENSOR}):
+                    return test
+            frame = frame.parent
+        return None
 
     def _bound_off(self, binding: Binding, read: cst.CSTNode, depth: int) -> bool:
         """Whether a binding lies in a branch (of the function that reads it) whose test fails with the defaults."""
@@ -1540,3 +1558,21 @@ def option_holder(node: cst.CSTNode) -> bool:
     if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
         node = node.attr
     return type(node) is cst.Name and (node.value in OPTION_HOLDERS or node.value.endswith(OPTION_HOLDER_ENDINGS))
+
+
+def _isinstance_of(model: FileModel, test: cst.BaseExpression, name: str) -> set[str] | None:
+    """For `isinstance(name, T)` or `isinstance(name, (T, U))`: the kinds the types name (TENSOR for
+    `torch.Tensor`, OTHER for NumPy arrays, lists, numbers and the like); None for any other test."""
+    if type(test) is not cst.Call or type(test.func) is not cst.Name or test.func.value != "isinstance" \
+            or len(test.args) != 2 or type(test.args[0].value) is not cst.Name or test.args[0].value.value != name:
+        return None
+    types = test.args[1].value
+    elements = [e.value for e in types.elements] if type(types) is cst.Tuple else [types]
+    kinds = set()
+    for t in elements:
+        qual = model.qualname(t) or dotted(t) or ""
+        kinds.add(TENSOR if qual in ("torch.Tensor", "torch.nn.Parameter") else OTHER if qual in _NOT_TENSORS else None)
+    return None if None in kinds else kinds
+
+
+_NOT_TENSORS = {"numpy.ndarray", "np.ndarray", "list", "tuple", "int", "float", "str", "dict", "bool", "numbers.Number"}
