@@ -4691,3 +4691,18 @@ def test_a_branch_an_isinstance_test_keeps_for_arrays_holds_no_tensor():
                 scale_coords(model(x.cuda(non_blocking=True)), (1, 2))
     """
     assert [c for c in codes({"evaler.py": src}, linter=ALL) if c[1] == "PFL206"] == [(6, "PFL206")]
+    # A loss that may come as a (loss, extras) pair (SlowFast's train_net): unpacked inside the isinstance body,
+    # its first element is still the device loss, and its read every step is still reported.
+    pair = """
+        import torch
+
+        def train_epoch(model, loader, optimizer):
+            for x, y in loader:
+                loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))
+                if isinstance(loss, (list, tuple)):
+                    loss, extra = loss
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+    """
+    assert (11, "PFL101") in codes({"train_net.py": pair})

@@ -190,8 +190,13 @@ class Values:
         kind = type(node)  # not isinstance: an ABC check is a Python call, and every node type here is concrete
         if kind is cst.Name:
             found = self.name(node.value, node)
-            test = self._rules_out_a_tensor(node) if found.kind == TENSOR else None
-            return Value(NDARRAY, ON_HOST, (("not a tensor here: `{}`", test),)) if test is not None else found
+            narrowed = self._rules_out_a_tensor(node) if found.kind == TENSOR else None
+            if narrowed is None:
+                return found
+            test, container = narrowed
+            if container:  # `if isinstance(loss, (list, tuple)): loss, extra = loss`: a sequence of such values
+                return Value(OTHER, why=(("a sequence here: `{}`", test),), element=found)
+            return Value(NDARRAY, ON_HOST, (("not a tensor here: `{}`", test),))
         if kind is cst.Attribute:
             return self.attribute(node)
         if kind is cst.Call:
@@ -689,10 +694,11 @@ class Values:
         value = self.default_of(test, depth)
         return None if value is _NO_DEFAULT else bool(value)
 
-    def _rules_out_a_tensor(self, node: cst.Name) -> cst.Call | None:
-        """The `isinstance` test of the name's own function that rules out a tensor where it is read: the `else`
-        of `if isinstance(x, torch.Tensor):`, the body of `if isinstance(x, np.ndarray):` (YOLOv6's scale_coords
-        keeps a NumPy branch that no caller takes with a device tensor)."""
+    def _rules_out_a_tensor(self, node: cst.Name) -> tuple[cst.Call, bool] | None:
+        """The `isinstance` test of the name's own function that rules out a tensor where it is read, and whether
+        it says the value is a list or tuple: the `else` of `if isinstance(x, torch.Tensor):`, the body of `if
+        isinstance(x, np.ndarray):` (YOLOv6's scale_coords keeps a NumPy branch that no caller takes with a
+        device tensor), the body of `if isinstance(loss, (list, tuple)):`."""
         site = self.model.sites.get(node)  # (a node a rule made, such as a fix's replacement, has no site)
         frame = site[0] if site is not None else None
         function = frame.function if frame is not None else None
@@ -701,7 +707,7 @@ class Values:
                 test, holds = frame.condition
                 kinds = _isinstance_of(self.model, test, node.value)
                 if kinds is not None and (TENSOR not in kinds if holds else kinds == {TENSOR}):
-                    return test
+                    return test, holds and kinds == {_SEQUENCE}
             frame = frame.parent
         return None
 
@@ -1472,6 +1478,8 @@ def project(v: Value, path: tuple) -> Value:
     for index in path:
         if v.items is not None and index < len(v.items):
             v = v.items[index]
+        elif v.items is None and v.element is not None:  # a sequence of like values: `a, b = [f(x) for x in xs]`
+            v = v.element
         elif v.kind in (TENSOR, NDARRAY, NUMBER):
             v = replace(v, items=None, element=None)
         elif v.kind is None and v.device == ON_DEVICE:
@@ -1562,7 +1570,8 @@ def option_holder(node: cst.CSTNode) -> bool:
 
 def _isinstance_of(model: FileModel, test: cst.BaseExpression, name: str) -> set[str] | None:
     """For `isinstance(name, T)` or `isinstance(name, (T, U))`: the kinds the types name (TENSOR for
-    `torch.Tensor`, OTHER for NumPy arrays, lists, numbers and the like); None for any other test."""
+    `torch.Tensor`, _SEQUENCE for lists and tuples, OTHER for NumPy arrays, numbers and the like); None for any
+    other test."""
     if type(test) is not cst.Call or type(test.func) is not cst.Name or test.func.value != "isinstance" \
             or len(test.args) != 2 or type(test.args[0].value) is not cst.Name or test.args[0].value.value != name:
         return None
@@ -1571,8 +1580,10 @@ def _isinstance_of(model: FileModel, test: cst.BaseExpression, name: str) -> set
     kinds = set()
     for t in elements:
         qual = model.qualname(t) or dotted(t) or ""
-        kinds.add(TENSOR if qual in ("torch.Tensor", "torch.nn.Parameter") else OTHER if qual in _NOT_TENSORS else None)
+        kinds.add(TENSOR if qual in ("torch.Tensor", "torch.nn.Parameter") else _SEQUENCE if qual in ("list", "tuple")
+                  else OTHER if qual in _NOT_TENSORS else None)
     return None if None in kinds else kinds
 
 
-_NOT_TENSORS = {"numpy.ndarray", "np.ndarray", "list", "tuple", "int", "float", "str", "dict", "bool", "numbers.Number"}
+_SEQUENCE = "sequence"
+_NOT_TENSORS = {"numpy.ndarray", "np.ndarray", "int", "float", "str", "dict", "bool", "numbers.Number"}
