@@ -4682,7 +4682,7 @@ def test_a_branch_an_isinstance_test_keeps_for_arrays_holds_no_tensor():
                 coords[:, 0].clamp_(0, 10)
             else:
                 coords[:, [0, 2]] = coords[:, [0, 2]].clip(0, 10)
-            if isinstance(coords, (np.ndarray, list)):
+            if isinstance(coords, (np.ndarray, float)):
                 coords[:, [1, 3]] = 0
             return coords
 

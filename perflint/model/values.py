@@ -190,13 +190,8 @@ class Values:
         kind = type(node)  # not isinstance: an ABC check is a Python call, and every node type here is concrete
         if kind is cst.Name:
             found = self.name(node.value, node)
-            narrowed = self._rules_out_a_tensor(node) if found.kind == TENSOR else None
-            if narrowed is None:
-                return found
-            test, container = narrowed
-            if container:  # `if isinstance(loss, (list, tuple)): loss, extra = loss`: a sequence of such values
-                return Value(OTHER, why=(("a sequence here: `{}`", test),), element=found)
-            return Value(NDARRAY, ON_HOST, (("not a tensor here: `{}`", test),))
+            test = self._rules_out_a_tensor(node) if found.kind == TENSOR else None
+            return Value(NDARRAY, ON_HOST, (("not a tensor here: `{}`", test),)) if test is not None else found
         if kind is cst.Attribute:
             return self.attribute(node)
         if kind is cst.Call:
@@ -694,11 +689,11 @@ class Values:
         value = self.default_of(test, depth)
         return None if value is _NO_DEFAULT else bool(value)
 
-    def _rules_out_a_tensor(self, node: cst.Name) -> tuple[cst.Call, bool] | None:
-        """The `isinstance` test of the name's own function that rules out a tensor where it is read, and whether
-        it says the value is a list or tuple: the `else` of `if isinstance(x, torch.Tensor):`, the body of `if
-        isinstance(x, np.ndarray):` (YOLOv6's scale_coords keeps a NumPy branch that no caller takes with a
-        device tensor), the body of `if isinstance(loss, (list, tuple)):`."""
+    def _rules_out_a_tensor(self, node: cst.Name) -> cst.Call | None:
+        """The `isinstance` test of the name's own function that rules out a tensor where it is read: the `else`
+        of `if isinstance(x, torch.Tensor):`, the body of `if isinstance(x, np.ndarray):` (YOLOv6's scale_coords
+        keeps a NumPy branch that no caller takes with a device tensor). Not a test for a list or tuple, which
+        may hold the tensors (`if isinstance(loss, (list, tuple)): loss, extra = loss`, SlowFast)."""
         site = self.model.sites.get(node)  # (a node a rule made, such as a fix's replacement, has no site)
         frame = site[0] if site is not None else None
         function = frame.function if frame is not None else None
@@ -706,8 +701,8 @@ class Values:
             if frame.condition is not None:
                 test, holds = frame.condition
                 kinds = _isinstance_of(self.model, test, node.value)
-                if kinds is not None and (TENSOR not in kinds if holds else kinds == {TENSOR}):
-                    return test, holds and kinds == {_SEQUENCE}
+                if kinds is not None and _SEQUENCE not in kinds and (TENSOR not in kinds if holds else kinds == {TENSOR}):
+                    return test
             frame = frame.parent
         return None
 
@@ -1478,8 +1473,6 @@ def project(v: Value, path: tuple) -> Value:
     for index in path:
         if v.items is not None and index < len(v.items):
             v = v.items[index]
-        elif v.items is None and v.element is not None:  # a sequence of like values: `a, b = [f(x) for x in xs]`
-            v = v.element
         elif v.kind in (TENSOR, NDARRAY, NUMBER):
             v = replace(v, items=None, element=None)
         elif v.kind is None and v.device == ON_DEVICE:
