@@ -701,7 +701,8 @@ class Values:
             if frame.condition is not None:
                 test, holds = frame.condition
                 kinds = _isinstance_of(self.model, test, node.value)
-                if kinds is not None and _SEQUENCE not in kinds and (TENSOR not in kinds if holds else kinds == {TENSOR}):
+                if kinds is not None and _SEQUENCE not in kinds \
+                        and (TENSOR not in kinds if holds else kinds == {TENSOR}):
                     return test
             frame = frame.parent
         return None
