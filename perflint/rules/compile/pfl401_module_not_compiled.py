@@ -80,12 +80,12 @@ it other than `forward` (`DDIMSampler(model)`, whose steps call `model.apply_mod
 compiled in the fix, since `torch.compile(model)` compiles only `forward`, and so does a model a loop
 runs through such a method (`vae.encode(x)`). A model whose `forward` is called directly (`self.model.forward(x)`,
 also by a trainer class of another file) gets `model.forward = torch.compile(model.forward)`: an in-place
-`model.compile()` changes only `__call__` and would never run (checked on torch 2.13). A model wrapped in `nn.DataParallel` is told to move to
-`DistributedDataParallel` and compile there: the wrapper's replicas copy the module's `__dict__`, the compiled
-call of an in-place `compile()` included, so each would run the original on the first GPU (torch 2.13's
-`Module._replicate_for_data_parallel`), and `torch.compile` of the wrapper falls back to eager speed on
-several GPUs (pytorch/pytorch#94636). A model handed to a class that keeps it and calls none of
-its methods is not reported. Quiet when the model's program (the files linked to it by imports) calls
+`model.compile()` changes only `__call__` and would never run (checked on torch 2.13). A model wrapped in
+`nn.DataParallel` is told to move to `DistributedDataParallel` and compile there: the wrapper's replicas copy
+the module's `__dict__`, the compiled call of an in-place `compile()` included, so each would run the original
+on the first GPU (torch 2.13's `Module._replicate_for_data_parallel`), and `torch.compile` of the wrapper falls
+back to eager speed on several GPUs (pytorch/pytorch#94636). A model handed to a class that keeps it and calls
+none of its methods is not reported. Quiet when the model's program (the files linked to it by imports) calls
 `torch.compile`, `torch.jit.script`/`trace` or `torch.export` on a model anywhere, even behind a flag:
 the option exists, and whether it is on is the user's call. Quiet for lone layers, activations and
 losses (also a module bound to a name such as `criterion` or `loss_fn`, however it is built:
