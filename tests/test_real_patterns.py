@@ -4706,3 +4706,78 @@ def test_a_branch_an_isinstance_test_keeps_for_arrays_holds_no_tensor():
                 print(loss.item())
     """
     assert (11, "PFL101") in codes({"train_net.py": pair})
+
+
+# ---- timing helpers of the run that synchronize ------------------------------------------------------------
+
+_TIMING_UTILS = """
+    import time
+    import torch
+
+    def time_sync():
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return time.time()
+
+    def synchronize():
+        if dist.get_world_size() > 1:
+            dist.barrier()
+
+    class Profile:
+        def __enter__(self):
+            self.start = self.time()
+            return self
+
+        def __exit__(self, *args):
+            self.dt = self.time() - self.start
+
+        def time(self):
+            torch.cuda.synchronize()
+            return time.time()
+"""
+
+_VAL = """
+    import torch
+    from utils import Profile, time_sync
+
+    def run(model, loader, device):
+        seen, dt = 0, (Profile(), Profile())
+        for im, targets in loader:
+            with dt[0]:
+                im = im.to(device, non_blocking=True)
+                targets = targets.to(device)
+                im = im.float() / 255
+            with dt[1]:
+                out = model(im)
+            loss = out.sum()
+            t = time_sync()
+            print(loss.item())
+
+    if __name__ == "__main__":
+        run(torch.nn.Linear(2, 2).cuda(), torch.utils.data.DataLoader([1]), "cuda")
+"""
+
+
+def test_a_copy_inside_a_timing_block_that_synchronizes_is_waited_for_anyway():
+    # yolov5's val.py: `with dt[0]:` (a `Profile` whose enter and exit call `torch.cuda.synchronize()`) around
+    # the batch's copies: the exit waits for the copy, so `non_blocking=True` would overlap nothing.
+    found = codes({"utils.py": _TIMING_UTILS, "val.py": _VAL}, path="val.py")
+    assert (10, "PFL203") not in found
+    # Without the timer's synchronize, the same copy is the pattern.
+    plain = _TIMING_UTILS.replace("torch.cuda.synchronize()\n            return", "return")
+    assert (10, "PFL203") in codes({"utils.py": plain, "val.py": _VAL}, path="val.py")
+
+
+def test_a_read_right_after_a_timing_helper_that_synchronizes_costs_nothing_more():
+    # YOLOv6's `time_sync()`, imported from another file of the run, waits for the device: the `.item()` right
+    # after it, with no device work queued between, reads an idle device.
+    found = codes({"utils.py": _TIMING_UTILS, "val.py": _VAL}, path="val.py")
+    assert (16, "PFL101") not in found
+    moved = _VAL.replace("            t = time_sync()\n", "").replace("loss = out.sum()", "t = time_sync()\n"
+                                                                        "            loss = out.sum()")
+    assert (16, "PFL101") in codes({"utils.py": _TIMING_UTILS, "val.py": moved}, path="val.py")
+
+
+def test_a_helper_named_synchronize_that_is_a_barrier_is_no_device_wait():
+    scan = Scan("utils.py", textwrap.dedent(_TIMING_UTILS))
+    assert scan.synchronizers == {"time_sync", "Profile()"}  # not `synchronize`: its body only calls a barrier

@@ -24,7 +24,8 @@ _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _COMPILING = api.COMPILERS | {"torch.jit.script_method"}
 # Node types the model lists in file order (`model.nodes(type)`), for rule families that look at all of them.
 INDEXED = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.FormattedStringExpression, cst.Subscript,
-           cst.BinaryOperation, cst.UnaryOperation, cst.Assign, cst.AugAssign, cst.Name, cst.Attribute, cst.Yield)
+           cst.BinaryOperation, cst.UnaryOperation, cst.Assign, cst.AugAssign, cst.Name, cst.Attribute, cst.Yield,
+           cst.With)
 
 
 class Scope:

@@ -108,6 +108,9 @@ class FileFacts:
     # Top-level functions it defines or imports from another file of the run that end by reading a value back
     # to the host (`from utils import accuracy`, whose `return correct.item() * ...`): calling one is a wait.
     read_backs: frozenset[str] = frozenset()
+    # Timing helpers it defines or imports from another file of the run that wait for the device (see
+    # `_synchronizers`): `time_sync`, and `Profile()` for a context manager.
+    synchronizers: frozenset[str] = frozenset()
     # A module of the program that nothing runs: it only defines, no file of the run imports it, and the run
     # holds the files that import its neighbours (`vocoder/models/deepmind_version.py` beside the imported
     # `fatchord_version.py`). Nothing in it runs every step.
@@ -138,6 +141,7 @@ class FileFacts:
         runners = ",".join(f"{n}={m}" for n, m in self.runners)
         passed = "-" if self.flags_passed is None else ",".join(sorted(self.flags_passed))
         return (f"{flags}:{','.join(sorted(self.local_imports))}:{options}:{','.join(sorted(self.read_backs))}:"
+                f"{','.join(sorted(self.synchronizers))}:"
                 f"{','.join(sorted(self.unused_defines))}:{runners}:{passed}:{','.join(sorted(self.not_worth_compiling))}:"
                 f"{'-' if self.named_elsewhere is None else ','.join(sorted(self.named_elsewhere))}")
 
@@ -149,6 +153,7 @@ class FileFacts:
                          device_work=scan.device_work or not text, compiles=bool(scan.compile_guards),
                          compiled_by_default=scan.compiled_by_default(scan.true_defaults),
                          options=_read_options(scan, {}), read_backs=scan.read_backs,
+                         synchronizers=scan.synchronizers,
                          default_device=scan.default_device, custom_to=scan.custom_to,
                          runners=tuple(sorted(scan.runners.items())), not_worth_compiling=scan.not_worth_compiling)
 
@@ -191,7 +196,7 @@ class Scan:
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
                  "runs_code", "dynamic_imports", "lone_defines", "runners", "not_worth_compiling", "flags", "assigned",
-                 "double_backward")
+                 "double_backward", "synchronizers")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
         """`run`: the file is one of a run's, so the options it reads are scanned even where it declares none
@@ -271,6 +276,7 @@ class Scan:
         if run and "self." in text:  # `self.neighbor_pooling_type = neighbor_pooling_type`: an option handed in
             self.option_reads |= set(_MIRRORED.findall(text))
         self.read_backs = _read_backs(text) if ".item()" in text or ".tolist()" in text else frozenset()
+        self.synchronizers = _synchronizers(text) if "synchronize(" in text else frozenset()
         # Whether importing or running it does anything beyond defining: a script, a `__main__` guard.
         self.runs_code = "__main__" in text or any(
             not _DEFINING.match(text, m.start()) for m in _TOP_LEVEL_LINE.finditer(text)) if run else True
@@ -468,6 +474,33 @@ def _read_backs(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+_TOP_DEF_OR_CLASS = re.compile(r"^(def|class)[ \t]+(\w+)", re.MULTILINE)
+_SYNCHRONIZE = re.compile(r"\bsynchronize\(\s*\)")
+
+
+def _synchronizers(text: str) -> frozenset[str]:
+    """Top-level timing helpers that wait for the device: a short function without a loop that calls
+    `synchronize()` (YOLOv6's `time_sync()`, YOLOP's `time_synchronized()`), and a context manager whose
+    class calls it (yolov5's `Profile`, entered as `with dt[0]:`); a class is named with a trailing `()`.
+    A call of one, or entering and leaving one, waits like an explicit `synchronize()`."""
+    found = set()
+    starts = [(m.start(), m.group(1), m.group(2)) for m in _TOP_DEF_OR_CLASS.finditer(text)]
+    for i, (start, kind, name) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
+        body = text[start:end]
+        first = body.find("\n") + 1 or len(body)
+        top = _TOP_LEVEL_LINE.search(body, first)
+        body = body[: top.start()] if top else body
+        if not _SYNCHRONIZE.search(body, first):  # past the `def` line (detectron2's `def synchronize():` is a
+            continue  # barrier)
+        if kind == "class":
+            if "def __enter__" in body or "def __exit__" in body:
+                found.add(name + "()")
+        elif body.count("\n") <= 12 and not re.search(r"^\s+(for|while)\b", body, re.MULTILINE):
+            found.add(name)
+    return frozenset(found)
+
+
 def _declared_options(text: str) -> dict[str, str]:
     """The default of each `parser.add_argument("--name", ...)` as Python literal text (`store_true` ->
     "False", no default -> "None"), UNKNOWN where it is not a literal or two declarations disagree."""
@@ -595,6 +628,7 @@ class Project:
         self._torch: dict[str, bool] = {}
         self._options: dict[str, dict[str, str]] = {}  # per file: the options its program declares
         self._read_back_names = set().union(*(s.read_backs for s in scans.values()))
+        self._synchronizer_names = {n.removesuffix("()") for s in scans.values() for n in s.synchronizers}
         self._runner_names = set().union(*(s.runners for s in scans.values()))
         self._not_worth_names = set().union(*(s.not_worth_compiling for s in scans.values()))
         self._flags_passed: dict[str, frozenset[str]] = {}  # per file of a program of several files
@@ -771,23 +805,32 @@ class Project:
                     out[path] = lone
         return out
 
+    def _helpers(self, path: str, kind: str, known: set[str]) -> set[str]:
+        """The helpers of one kind (a Scan attribute: `read_backs`, `synchronizers`) a file defines or imports
+        from another file of the run, under the names it uses (a class keeps its trailing `()`)."""
+        scan = self.scans[path]
+        found = set(getattr(scan, kind))
+        for level, module, names in scan.imports if known else ():
+            if names and not known.intersection(names):
+                continue
+            if not names:  # `import utils` (then `utils.accuracy(...)`) or `from utils import *`
+                file = self.module_file(path, level, module)
+                found.update(getattr(self.scans[file], kind) if file is not None else ())
+            for n in names:
+                where = self.function_file(path, level, module, n, ()) if n in known else None
+                if where is not None:
+                    theirs = getattr(self.scans[where[0]], kind)
+                    found.update(mine for mine, name in ((n, where[1]), (n + "()", where[1] + "()")) if name in theirs)
+        return found
+
     def facts(self, path: str, tests_as_code: bool = False) -> FileFacts:
         """The facts one file is linted with (`tests_as_code`: a test file is judged as any other)."""
         scan = self.scans[path]
         compiles, by_default, device_work, custom_to, default_device, double_backward = self._programs[path]
         local = frozenset(f"{level}:{module}" for level, module, names in scan.imports
                           if self.resolve(path, level, module, names))
-        read_backs = set(scan.read_backs)
-        for level, module, names in scan.imports if self._read_back_names else ():
-            if names and not self._read_back_names.intersection(names):
-                continue
-            if not names:  # `import utils` (then `utils.accuracy(...)`) or `from utils import *`
-                file = self.module_file(path, level, module)
-                read_backs.update(self.scans[file].read_backs if file is not None else ())
-            for n in names:
-                found = self.function_file(path, level, module, n, ())
-                if found is not None and found[1] in self.scans[found[0]].read_backs:
-                    read_backs.add(n)
+        read_backs = self._helpers(path, "read_backs", self._read_back_names)
+        synchronizers = self._helpers(path, "synchronizers", self._synchronizer_names)
         runners = dict(scan.runners)
         for level, module, names in scan.imports if self._runner_names else ():
             for n in self._runner_names.intersection(names):
@@ -808,7 +851,8 @@ class Project:
                          compiles=compiles, compiled_by_default=by_default, default_device=default_device,
                          double_backward=double_backward,
                          custom_to=custom_to, local_imports=local, options=_read_options(scan, self._options[path]),
-                         read_backs=frozenset(read_backs), unused=path in self._unused or set_aside(path),
+                         read_backs=frozenset(read_backs), synchronizers=frozenset(synchronizers),
+                         unused=path in self._unused or set_aside(path),
                          unused_defines=self._unused_defines.get(path, frozenset()),
                          runners=tuple(sorted(runners.items())), flags_passed=self._flags_passed.get(path),
                          not_worth_compiling=frozenset(exempt),

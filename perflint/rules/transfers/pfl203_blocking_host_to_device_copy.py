@@ -7,7 +7,7 @@ from perflint.model.program import FileModel
 from perflint.model.steps import Steps
 from perflint.model.values import ON_HOST, TENSOR, Values
 from perflint.rule import Rule
-from perflint.rules.syncs.sites import idle_after
+from perflint.rules.syncs.sites import idle_after, synchronized_before_step
 from perflint.rules.transfers.moves import moves_to_device
 
 
@@ -57,6 +57,9 @@ accept the keyword, nor on calls spread over several lines. Quiet in compiled co
 and in a loop whose every iteration ends handing device results to host-only code (a tokenizer's
 `decode`, NumPy or SciPy, an environment's `step`) or calls `generate()`: the next copy then starts on
 an idle device, with no queued work to overlap (blind reviews 26 and 29 judged 12 such findings wrong).
+Quiet too where a `synchronize()` surely runs later in the same iteration before the model does: yolov5's
+`with dt[0]:` around the copies (a timing context manager of the project whose enter and exit synchronize),
+or a timing helper such as `time_sync()`; the host waits for the copy there either way.
 A loop whose wait has a fix (a per-step `loss.item()`, a copy to the host only logged) is still reported:
 with that read gone, the copy overlaps the step. A first version that also counted every copy to the host
 not merely collected lost 20 findings judged right for 8 judged wrong, and was narrowed.
@@ -76,7 +79,8 @@ since converting after the copy moves more bytes when the conversion narrows (fl
             if v.kind != TENSOR or v.device != ON_HOST or v.loader is None:
                 continue
             step = steps.at(call)
-            if not step.hot or model.frame_of(call).compiled or idle_after(model, call) is not None:
+            if not step.hot or model.frame_of(call).compiled or idle_after(model, call) is not None \
+                    or synchronized_before_step(model, call) is not None:
                 continue
             pinned = _pins_memory(model, values, v.loader)
             advice = "the loader pins memory: pass `non_blocking=True`" if pinned else \
