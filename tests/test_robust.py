@@ -155,6 +155,32 @@ def test_values_that_refer_to_each_other_are_answered_in_polynomial_work(monkeyp
     assert counts[0] < 10_000 and counts[1] < 5 * counts[0]
 
 
+def test_a_global_statement_at_module_level_is_a_no_op_not_an_endless_lookup():
+    """facebookresearch/msn's logistic_eval.py writes `global args` under `if __name__ == "__main__":`. The
+    module scope then listed `args` as global, and looking the name up from the module scope went back to the
+    module scope forever: the worker timed out after 60 s (PFL001). The lookup must end, and find the loop."""
+    from perflint.engine import Linter
+
+    src = """
+import torch
+parser = None
+
+def main(device):
+    loader = torch.utils.data.DataLoader([1])
+    for x in loader:
+        x = x.to(device)
+    torch.zeros(1, device=args.device)
+
+if __name__ == "__main__":
+    global args
+    args = parser.parse_args()
+    main(args.device)
+"""
+    linter = Linter(r for r in all_rules().values() if r.default)
+    found = [(f.line, f.code) for f in linter.lint_source(src, "logistic_eval.py")]
+    assert (8, "PFL203") in found
+
+
 def test_a_fifo_in_a_folder_is_skipped_with_a_notice_not_read(tmp_path):
     (tmp_path / "a.py").write_text(SYNC_LOOP)
     os.mkfifo(tmp_path / "x.py")

@@ -997,9 +997,13 @@ class Walker:
             self.walk(statement)
 
     def _global(self, node) -> None:
+        scope = self.model.frame.scope
+        if scope is self.model.module_scope:
+            return  # `global args` under `if __name__ == "__main__":` (facebookresearch/msn): a no-op there; kept,
+            # it would send a lookup of the name from the module scope back to the module scope forever
         for item in node.names:
             if type(item.name) is cst.Name:
-                self.model.frame.scope.globals.add(item.name.value)
+                scope.globals.add(item.name.value)
 
     def _del(self, node: cst.Del) -> None:
         self.children(node)
