@@ -9,8 +9,9 @@ from perflint.rule import Rule
 _ANOMALY = {"torch.autograd.set_detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly"}
 _ANOMALY_CTX = {"torch.autograd.detect_anomaly", "torch.autograd.anomaly_mode.detect_anomaly"}
 _IN_TRAINING = {"torch.autograd.profiler.emit_nvtx", "torch.autograd.gradcheck", "torch.autograd.gradgradcheck",
-                "torch.autograd.gradcheck.gradcheck", "torch.autograd.gradcheck.gradgradcheck",
-                "torch.cuda.nvtx.range_push"}
+                "torch.autograd.gradcheck.gradcheck", "torch.autograd.gradcheck.gradgradcheck"}
+# Not `torch.cuda.nvtx.range_push`: one marker per call, nearly free, and no check in backward (blind review
+# 43 judged three such findings wrong, in apex's ImageNet example behind `--prof`).
 
 
 def _behind_a_flag(model: FileModel) -> bool:
@@ -53,8 +54,9 @@ for x, y in loader:
 """
     known_problems = """
 `set_detect_anomaly(...)` and `detect_anomaly()` are reported wherever they are switched on with a
-literal (they are global switches); a variable argument (`set_detect_anomaly(args.debug)`) or a switch
-behind a setting (`if cfg.detect_anomaly: ...`) is quiet: the user asks for it.
+literal (they are global switches); a variable argument (`set_detect_anomaly(args.debug)`) or any of these
+APIs behind a setting (`if cfg.detect_anomaly: ...`, `if args.prof: ...`) is quiet: the user asks for it.
+NVTX markers (`torch.cuda.nvtx.range_push`) are not reported: they cost one marker each, not a check per op.
 `emit_nvtx()`, `gradcheck` and `gradgradcheck` are reported only in a function or loop that also trains
 (`.backward()` or an optimizer step): in tests and profiling scripts they are the point.
 """
@@ -63,8 +65,8 @@ behind a setting (`if cfg.detect_anomaly: ...`) is quiet: the user asks for it.
         qual = model.call_name(node)
         if qual is None:
             return
-        if qual in _ANOMALY | _ANOMALY_CTX and _behind_a_flag(model):
-            return  # `if config.debug.detect_anomaly: set_detect_anomaly(True)`: switched on only on request
+        if _behind_a_flag(model):
+            return  # `if config.debug.detect_anomaly: set_detect_anomaly(True)`, `if args.prof: emit_nvtx()`: on request
         if qual in _ANOMALY:
             arg = positional(node, 0) or keyword(node, "mode")
             if arg is None or not (type(arg.value) is cst.Name and arg.value.value == "True"):

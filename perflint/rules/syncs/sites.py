@@ -42,7 +42,8 @@ first wait of its step (after another sync, a TensorBoard `add_scalar` of a devi
 `synchronize()` with no device work queued in between, the device is already idle; just before a timing
 `synchronize()` the wait is paid anyway; the project's timing helpers count as one: a short function that
 calls it, such as YOLOv6's `time_sync()`, and a context manager whose class does, such as yolov5's
-`with dt[0]:`). Quiet where the host needs the value to go on (a stop signal
+`with dt[0]:`; a read that comes first in a helper, with no device work before it there, is paid for by
+a wait right before each call of the helper in this file). Quiet where the host needs the value to go on (a stop signal
 all ranks just agreed on, the stop test of a generation loop, a validation loss kept when it beats the best
 so far (early stopping), a token a generator streams, the counts and
 labels a detection script writes for each image, the boxes NMS keeps), inside an `if step % k == 0:`
@@ -241,7 +242,8 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
     for i, site in enumerate(waits):
         if not site.reported:
             continue
-        paid = _paid_by(model, values, site, waits[:i]) or _paid_after(model, values, site, waits[i + 1:])
+        paid = _paid_by(model, values, site, waits[:i]) or _paid_after(model, values, site, waits[i + 1:]) \
+            or _paid_by_callers(model, values, site, waits)
         if paid is not None:
             site.reported = False
             first = _first_of_reads(model, values, waits, paid)
@@ -460,9 +462,15 @@ def _reads_device_value(model: FileModel, site: SyncSite, v: Value) -> bool:
 
 def _paid_by(model: FileModel, values: Values, site: SyncSite, earlier: list[SyncSite]) -> SyncSite | None:
     """An earlier wait in the same iteration of the same loop (or the same call of a per-step function),
-    that surely runs before this one, with no device work queued between them."""
+    that surely runs before this one, with no device work queued between them. A read in a comprehension of
+    that iteration counts as in it (`[m.update(l.item()) for m, l in zip(meters, losses)]` after the step's
+    first read): its elements read values already computed."""
+    loop = site.frame.loop
+    while loop is not None and loop.kind == "comprehension" and loop.parent is not None:
+        loop = loop.parent.loop
     for prev in reversed(earlier):
-        if prev.frame.function is not site.frame.function or prev.frame.loop is not site.frame.loop:
+        if prev.frame.function is not site.frame.function \
+                or prev.frame.loop is not site.frame.loop and prev.frame.loop is not loop:
             continue
         if prev.order >= site.order:
             continue
@@ -477,6 +485,33 @@ def _paid_by(model: FileModel, values: Values, site: SyncSite, earlier: list[Syn
         if not _device_work_between(model, values, site, prev):
             return prev
     return None
+
+
+def _paid_by_callers(model: FileModel, values: Values, site: SyncSite, waits: list[SyncSite]) -> SyncSite | None:
+    """A wait in every caller (of this file) right before the call, with no device work queued between, where
+    this read comes first in its function, outside a loop of it, with no device work queued before it there:
+    YOLOv6's evaluator times NMS with `time_sync()` and then calls `convert_to_coco_format(outputs, ...)`,
+    whose reads find the device idle. The wait of the first caller checked is returned."""
+    function = site.frame.function
+    if function is None or site.frame.loop is not None:
+        return None
+    calls = values.callers().get(function)
+    if not calls or any(w.frame.function is function and w.order < site.order for w in waits):
+        return None
+    if any((_inside(model, c, site.node) or model.sites[c][1] < site.order and not _inside(model, site.node, c))
+           and _queues_device_work(model, values, c) for c in function.calls):
+        return None  # device work before it in the function, or in its operand (`int(outputs.sum())`)
+    found = None
+    for call in calls:
+        frame, order = model.site(call)
+        if frame.function is function:
+            return None  # recursion
+        probe = SyncSite(call, site.code, "", None, frame=frame, order=order)
+        paid = _paid_by(model, values, probe, [w for w in waits if w.order < order])
+        if paid is None:
+            return None
+        found = found or paid
+    return found
 
 
 def _first_of_reads(model: FileModel, values: Values, waits: list[SyncSite], paid: SyncSite) -> SyncSite | None:
@@ -724,7 +759,6 @@ _NO_KERNEL = {"item", "tolist", "cpu", "numpy", "synchronize", "size", "dim", "d
 def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev: SyncSite) -> bool:
     """Whether device work is queued between two waits (a model's forward, `.backward()`, any op whose
     result is on the device): the second then waits for it again."""
-    steps = Steps.of(model)
     calls = site.frame.function.calls if site.frame.function is not None else model.calls
     in_prev = True  # in file order, the calls right after the first wait are its operand's, until one is not
     for call in calls:  # (in walk order: a node's subtree follows it)
@@ -740,15 +774,22 @@ def _device_work_between(model: FileModel, values: Values, site: SyncSite, prev:
                 break  # after the second wait's operand (`(e < 1).float().mean()`, which runs before it reads)
         elif _inside(model, site.node, call):
             continue  # `meter.update(loss.item())` runs after the read
-        if method_name(call) in _NO_KERNEL:
-            continue
-        if steps.is_step_work(call):
-            return True
-        v = values.value(call)
-        if v.device == ON_DEVICE and v.kind in (TENSOR, None) or v.kind == TENSOR and v.device is None \
-                and model.facts.device_work:  # a tensor of unknown place, where the reads count it on the device
+        if _queues_device_work(model, values, call):
             return True
     return False
+
+
+def _queues_device_work(model: FileModel, values: Values, call: cst.Call) -> bool:
+    """Whether a call queues device work: a model's forward, `.backward()`, any op whose result is on the
+    device."""
+    if method_name(call) in _NO_KERNEL:
+        return False
+    if Steps.of(model).is_step_work(call):
+        return True
+    v = values.value(call)
+    # A tensor of unknown place counts where the reads count it on the device.
+    return v.device == ON_DEVICE and v.kind in (TENSOR, None) or v.kind == TENSOR and v.device is None \
+        and model.facts.device_work
 
 
 def _timing_or_retry(model: FileModel, steps: Steps, frame: Frame) -> bool:

@@ -5,7 +5,7 @@ from perflint.model import torchapi as api
 from perflint.model.names import factory_sizes, is_false, keyword, method_name, one_line
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
-from perflint.model.values import NDARRAY, NUMBER, ON_HOST, TENSOR, Values
+from perflint.model.values import NDARRAY, NUMBER, ON_HOST, OTHER, TENSOR, Values
 from perflint.rule import Rule
 from perflint.rules.transfers.moves import moves_to_device
 
@@ -191,9 +191,30 @@ def _data_gains_nothing(values: Values, factory: str, origin: cst.Call) -> bool:
         return sum(a.keyword is None for a in origin.args) == 1
     if type(data) is cst.BinaryOperation and type(data.left) in (cst.Integer, cst.Float):
         data = data.right  # `torch.FloatTensor(1 - done)` of an environment's done flags: data, one cheap pass
+    if type(data) in (cst.List, cst.Tuple):  # `[f.input_ids[:n]]`: a display around data read from elsewhere
+        return sum(a.keyword is None for a in origin.args) == 1 and not _written_out(values, data)
     if type(data) not in (cst.Name, cst.Attribute, cst.Subscript, cst.Call):
         return False
     return sum(a.keyword is None for a in origin.args) == 1 and values.value(data).kind != NUMBER
+
+
+def _written_out(values: Values, node: cst.CSTNode) -> bool:
+    """Whether a display holds values written out (numbers, names, sizes such as `img.shape[1]`), which a fill
+    on the device could make, rather than data read from elsewhere (a feature's list of token ids)."""
+    if type(node) in (cst.List, cst.Tuple):
+        return all(type(e) is cst.Element and _written_out(values, e.value) for e in node.elements)
+    if type(node) is cst.UnaryOperation:
+        return _written_out(values, node.expression)
+    if type(node) in (cst.Integer, cst.Float):
+        return True
+    if type(node) is cst.Call:  # `x.size(0)`, `len(ids)`: a size; other calls make data
+        return method_name(node) in ("size", "numel", "dim") or type(node.func) is cst.Name \
+            and node.func.value == "len" or values.value(node).kind == NUMBER
+    if type(node) is cst.Subscript and any(type(e.slice) is cst.Slice for e in node.slice):
+        return False  # `f.input_ids[:n]`: a slice of a sequence
+    # A name, an attribute, an element (`word_idx`, `f.label`, `img.shape[1]`): one value, unless known to be a
+    # list or an array.
+    return type(node) in (cst.Name, cst.Attribute, cst.Subscript) and values.value(node).kind not in (OTHER, NDARRAY)
 
 
 def _sized(values: Values, factory: str, call: cst.Call) -> bool:
