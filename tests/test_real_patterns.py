@@ -4886,3 +4886,36 @@ def test_reads_in_a_comprehension_after_the_steps_first_read_are_paid_for():
             train(torch.nn.Linear(2, 2).cuda(), torch.utils.data.DataLoader([1], pin_memory=True), None, [])
     """
     assert [c for c in codes({"train.py": src}) if c[0] in (10, 11)] == [(10, "PFL101")]
+
+
+def test_a_loss_unpacked_from_a_helpers_tuple_gets_no_compile_advice():
+    # AutoDL-Projects (blind review 44): `optimizer, scheduler, criterion = get_optim_scheduler(...)`, from
+    # another file, returns a loss module among other things; compile advice for it landed on that line,
+    # named `model`.
+    procedures = """
+        import torch
+
+        def get_optim_scheduler(params, config):
+            return torch.optim.SGD(params, lr=0.1), None, torch.nn.CrossEntropyLoss()
+    """
+    src = """
+        import torch
+        from procedures import get_optim_scheduler
+
+        def train_func(loader, network, criterion, optimizer):
+            for x, y in loader:
+                loss = criterion(network(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+                loss.backward()
+                optimizer.step()
+
+        def main(config, loader):
+            base = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU())
+            optimizer, scheduler, criterion = get_optim_scheduler(base.parameters(), config)
+            network, criterion = base.cuda(), criterion.cuda()
+            train_func(loader, network, criterion, optimizer)
+
+        if __name__ == "__main__":
+            main(None, torch.utils.data.DataLoader([1], pin_memory=True))
+    """
+    found = [c for c in codes({"procedures.py": procedures, "KD-main.py": src}, path="KD-main.py") if c[1] == "PFL401"]
+    assert found == [(12, "PFL401")]  # the network, where it is built; not the criterion's line (13)

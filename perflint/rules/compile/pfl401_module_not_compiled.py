@@ -128,8 +128,8 @@ warm): the eager backend does not fuse, so it would prove nothing.
         methods: dict[cst.CSTNode, str] = {}  # models whose every-step run is a method other than `forward`
         for call in model.calls:
             origin, method = self._module_run(model, values, call)
-            if origin is None or origin in runs:
-                continue
+            if origin is None or origin in runs or _loss_named(call.func):
+                continue  # `criterion(logits, y)` of `optimizer, scheduler, criterion = get_optim_scheduler(...)`
             step = steps.at(call)
             if step.hot:
                 runs[origin] = (call, step)
@@ -148,7 +148,7 @@ warm): the eager backend does not fuse, so it would prove nothing.
                 v = values.value(arg.value)
                 if v.kind == MODULE and _learned_or_sampled(call):
                     learned.add(v.origin)  # `evaluate(model, ...)` first, `train_one_epoch(model, ...)` later (DETR)
-                if v.kind == MODULE and v.origin is not None and v.origin not in runs \
+                if v.kind == MODULE and v.origin is not None and v.origin not in runs and not _loss_named(arg.value) \
                         and _worth_compiling(model, v.origin) and not _inside_a_module(model, values, v.origin):
                     method = runners.get(name) if i == 0 and arg.keyword is None else None
                     if method == "":
@@ -330,6 +330,14 @@ def _mentions(expr: cst.CSTNode, name: str) -> bool:
     """Whether an expression reads the dotted name (`model` in `DDP(model)`, not in `args.model`)."""
     attrs = {id(a.attr) for a in find_all(expr, cst.Attribute)}
     return any(dotted(n) == name for n in find_all(expr, (cst.Name, cst.Attribute)) if id(n) not in attrs)
+
+
+def _loss_named(node: cst.CSTNode) -> bool:
+    """A module run or handed on under a loss's name (`criterion`, `loss_fn`): where it was unpacked from a
+    helper's tuple (AutoDL's `optimizer, scheduler, criterion = get_optim_scheduler(...)`, blind review 44),
+    its origin names no model."""
+    name = (dotted(node) or "").rsplit(".", 1)[-1].lower()
+    return any(w in name for w in api.LOSS_WORDS)
 
 
 def _bound_name(model: FileModel, origin: cst.CSTNode) -> str | None:
