@@ -4837,7 +4837,9 @@ def test_a_display_around_data_read_from_elsewhere_is_data_moved_as_made():
                 input_ids = torch.tensor([f.input_ids[:n]], dtype=torch.long).to(device)
                 word = torch.tensor([[f.word_idx]]).long().to(device)
                 scale = torch.Tensor([f.img.shape[1], f.img.shape[0]]).to(device)
-                model(input_ids, word, scale)
+                ids = tokenizer.convert_tokens_to_ids(f.tokens)
+                tokens = torch.tensor([ids]).to(device)
+                model(input_ids, word, scale, tokens)
 
         if __name__ == "__main__":
             evaluate(torch.nn.Linear(2, 2).cuda(), [], "cuda")
@@ -4919,3 +4921,23 @@ def test_a_loss_unpacked_from_a_helpers_tuple_gets_no_compile_advice():
     """
     found = [c for c in codes({"procedures.py": procedures, "KD-main.py": src}, path="KD-main.py") if c[1] == "PFL401"]
     assert found == [(12, "PFL401")]  # the network, where it is built; not the criterion's line (13)
+
+
+def test_code_in_an_except_handler_is_not_the_steps_path():
+    # flair's generate_text, denoising-diffusion's FID loader, apex's fallback for old torch (blind reviews 42
+    # and 44): the handler runs when something failed, not on every step.
+    src = """
+        import torch
+
+        def evaluate(model, loader, device):
+            for batch in loader:
+                try:
+                    x = batch.to(device, non_blocking=True)
+                except AttributeError:
+                    x = batch[0].to(device)
+                print(model(x).sum().item())
+    """
+    found = codes({"fid_evaluation.py": src})
+    assert (9, "PFL203") not in found and (10, "PFL101") in found
+    plain = src.replace("except AttributeError:", "finally:")
+    assert (9, "PFL203") in codes({"fid_evaluation.py": plain})  # the same copy where it always runs

@@ -70,7 +70,8 @@ class Frame:
 
     def __init__(self, kind: str, node: cst.CSTNode, parent: "Frame | None", scope: Scope | None = None,
                  function=None, no_grad: bool | None = None, compiled: bool | None = None) -> None:
-        self.kind = kind  # module, class, function, lambda, comprehension, loop, branch, gate, once, block, error
+        self.kind = kind  # module, class, function, lambda, comprehension, loop, branch, gate, once, block, error,
+        # handler
         self.node = node
         self.parent = parent
         inherit = parent is not None and kind not in ("function", "lambda", "class")
@@ -915,7 +916,7 @@ class Walker:
         model = self.model
         self.walk(node.body)
         for handler in node.handlers:
-            frame = Frame("branch", handler, model.frame)
+            frame = Frame("handler", handler, model.frame)  # runs when an exception is caught: not per step
             outer, model.frame = model.frame, frame
             try:
                 if handler.name is not None:

@@ -156,6 +156,8 @@ class Steps:
             kind = f.kind
             if kind == "error":
                 return Step(False, (("only when raising an error", f.node),))
+            if kind == "handler":  # `except: word_idx = torch.tensor(0)`: the fallback, not the step's path
+                return Step(False, (("only when an exception is caught: `{}`", f.node.type or f.node),))
             if kind == "once":
                 return Step(False, (("computed once and kept: `{}`", f.node.test),))
             if f.condition is not None and _cpu_only(*f.condition):

@@ -213,8 +213,16 @@ def _written_out(values: Values, node: cst.CSTNode) -> bool:
     if type(node) is cst.Subscript and any(type(e.slice) is cst.Slice for e in node.slice):
         return False  # `f.input_ids[:n]`: a slice of a sequence
     # A name, an attribute, an element (`word_idx`, `f.label`, `img.shape[1]`): one value, unless known to be a
-    # list or an array.
-    return type(node) in (cst.Name, cst.Attribute, cst.Subscript) and values.value(node).kind not in (OTHER, NDARRAY)
+    # list or an array, or a name bound to what a function of another library returns (`indexed_tokens =
+    # tokenizer.convert_tokens_to_ids(tokens)`: a list of ids).
+    if type(node) not in (cst.Name, cst.Attribute, cst.Subscript):
+        return False
+    kind = values.value(node).kind
+    if kind is None and type(node) is cst.Name:
+        source = values.source(node)
+        if type(source) is cst.Call and not (values.model.qualname(source.func) or "").startswith("torch."):
+            return False
+    return kind not in (OTHER, NDARRAY)
 
 
 def _sized(values: Values, factory: str, call: cst.Call) -> bool:
