@@ -84,6 +84,7 @@ def extract(repo: dict, mirror: Path) -> Path:
         target = out / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+    out.mkdir(parents=True, exist_ok=True)  # a repository of notebooks has no .py file to make it
     marker.write_text(f"{repo['commit']} {EXTRACTED}")
     return out
 
