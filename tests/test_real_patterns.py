@@ -4941,3 +4941,58 @@ def test_code_in_an_except_handler_is_not_the_steps_path():
     assert (9, "PFL203") not in found and (10, "PFL101") in found
     plain = src.replace("except AttributeError:", "finally:")
     assert (9, "PFL203") in codes({"fid_evaluation.py": plain})  # the same copy where it always runs
+
+
+def test_a_loader_loop_that_stops_once_its_list_holds_a_few_items_is_a_few_iterations():
+    # DALLE2's `get_example_data(dataloader, device, n=5)`: each batch's images go into a list, and the loop
+    # breaks once it holds `n`: at most five iterations, not a step loop.
+    src = """
+        import torch
+
+        def get_example_data(dataloader, device, n=5):
+            images = []
+            for img, txt in dataloader:
+                img = img.to(device=device, dtype=torch.float)
+                images.extend(list(img))
+                if len(images) >= n:
+                    break
+            return images
+
+        if __name__ == "__main__":
+            get_example_data(torch.utils.data.DataLoader([1]), "cuda")
+    """
+    assert (7, "PFL203") not in codes({"train_decoder.py": src})
+    assert (7, "PFL203") in codes({"train_decoder.py": src.replace("n=5", "n=5000")})
+
+
+def test_a_rules_findings_do_not_depend_on_which_other_rules_run():
+    # KAIR's `main_test_usrnet.py` (a test file by its name) runs `USRNet` in a loop. Its calls out made
+    # `USRNet.forward` per step only when a rule that runs on tests (PFL901) was selected too, so `--select ALL`
+    # gave PFL201 findings the default rules did not. A test file's loops make nothing per step elsewhere.
+    net = """
+        import torch
+
+        class USRNet(torch.nn.Module):
+            def forward(self, x):
+                otf = torch.zeros(x.shape).type_as(x)
+                return x + otf
+    """
+    script = """
+        import time
+        import torch
+        from network_usrnet import USRNet
+
+        model = USRNet().cuda()
+        loader = torch.utils.data.DataLoader(dataset, batch_size=1)
+        for x in loader:
+            x = x.cuda()
+            start = time.time()
+            y = model(x)
+            print(time.time() - start)
+    """
+    files = {"network_usrnet.py": net, "main_test_usrnet.py": script}
+    default = [(f.path, f.line, f.code, f.assumed) for f in run(files) if f.code == "PFL201"]
+    every = [(f.path, f.line, f.code, f.assumed) for f in run(files, ALL) if f.code == "PFL201"]
+    # Both only as a module's forward assumed to run per step (shown with `assume-forward-per-step`), not
+    # reached through the test file's loop.
+    assert default == every == [("network_usrnet.py", 6, "PFL201", True)]

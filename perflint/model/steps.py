@@ -992,16 +992,32 @@ def _breaks_after_few(loop: cst.CSTNode, values: Values) -> bool:
     if type(counter) is cst.Tuple and len(counter.elements) == 2 and type(loop.iter) is cst.Call \
             and dotted(loop.iter.func) == "enumerate" and len(loop.iter.args) == 1:
         counter = counter.elements[0].value  # `for i, x in enumerate(loader)`: `i` counts the iterations
-    if type(counter) is not cst.Name:
-        return False
     test, comparison = last.test, last.test.comparisons[0]
     bound = int_value(comparison.comparator)
     if bound is None:
         bound = values.default_of(comparison.comparator)
         bound = bound if type(bound) is int else None
-    return type(test.left) is cst.Name and test.left.value == counter.value \
-        and type(comparison.operator) in (cst.GreaterThan, cst.GreaterThanEqual, cst.Equal) \
+    counted = type(counter) is cst.Name and type(test.left) is cst.Name and test.left.value == counter.value \
+        or _grown_every_iteration(loop, test.left)
+    return counted and type(comparison.operator) in (cst.GreaterThan, cst.GreaterThanEqual, cst.Equal) \
         and bound is not None and bound <= _SMALL_RANGE and _ends_in_break(last)
+
+
+def _grown_every_iteration(loop: cst.For, node: cst.CSTNode) -> bool:
+    """`len(images)` where the loop's body appends to or extends `images` in every iteration (DALLE2's
+    `get_example_data`: `images.extend(list(img))`, then `if len(images) >= n: break` with `n=5`): the length
+    counts the iterations, at least."""
+    if not (type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "len" and len(node.args) == 1
+            and type(node.args[0].value) is cst.Name):
+        return False
+    name = node.args[0].value.value
+    for statement in getattr(loop.body, "body", ()):
+        for small in getattr(statement, "body", ()) if type(statement) is cst.SimpleStatementLine else ():
+            call = small.value if type(small) is cst.Expr else None
+            if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value in ("append", "extend") \
+                    and type(call.func.value) is cst.Name and call.func.value.value == name:
+                return True
+    return False
 
 
 def _every_k(gate: Frame) -> bool:
