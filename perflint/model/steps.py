@@ -1014,7 +1014,8 @@ def _grown_every_iteration(loop: cst.For, node: cst.CSTNode) -> bool:
     for statement in getattr(loop.body, "body", ()):
         for small in getattr(statement, "body", ()) if type(statement) is cst.SimpleStatementLine else ():
             call = small.value if type(small) is cst.Expr else None
-            if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value in ("append", "extend") \
+            if type(call) is cst.Call and type(call.func) is cst.Attribute \
+                    and call.func.attr.value in ("append", "extend") \
                     and type(call.func.value) is cst.Name and call.func.value.value == name:
                 return True
     return False

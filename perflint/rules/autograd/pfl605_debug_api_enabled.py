@@ -66,7 +66,7 @@ NVTX markers (`torch.cuda.nvtx.range_push`) are not reported: they cost one mark
         if qual is None:
             return
         if _behind_a_flag(model):
-            return  # `if config.debug.detect_anomaly: set_detect_anomaly(True)`, `if args.prof: emit_nvtx()`: on request
+            return  # `if cfg.detect_anomaly: set_detect_anomaly(True)`, `if args.prof: emit_nvtx()`: on request
         if qual in _ANOMALY:
             arg = positional(node, 0) or keyword(node, "mode")
             if arg is None or not (type(arg.value) is cst.Name and arg.value.value == "True"):

@@ -324,7 +324,8 @@ def _synchronizing_context(model: FileModel, expr: cst.BaseExpression) -> bool:
         expr = expr.value
     if type(expr) is cst.Name:
         expr = Values.of(model).source(expr, unpacked=True)  # `pred, dt = [], (Profile(), Profile())`
-    return expr is not None and any((dotted(c.func) or "").rsplit(".", 1)[-1] in classes for c in find_all(expr, cst.Call))
+    return expr is not None and any((dotted(c.func) or "").rsplit(".", 1)[-1] in classes
+                                    for c in find_all(expr, cst.Call))
 
 
 def _needed_on_host(model: FileModel, node: cst.CSTNode) -> bool:
