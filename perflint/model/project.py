@@ -460,13 +460,8 @@ def _read_backs(text: str) -> frozenset[str]:
     correct.item() * 100.0 / n`), or the body does and the returns only compute on what it read (`return
     n_correct / batch_size`). A call of one waits for the device, like a `.item()` written at the call."""
     found = set()
-    starts = [(m.start(), m.group(1)) for m in _TOP_DEF.finditer(text)]
-    for i, (start, name) in enumerate(starts):
-        end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
-        body = text[start:end]
-        first = body.find("\n") + 1 or len(body)
-        top = _TOP_LEVEL_LINE.search(body, first)  # it ends at the next top-level line
-        body = body[: top.start()] if top else body
+    for match, body, _ in _top_level_blocks(text, _TOP_DEF):
+        name = match.group(1)
         returns = _RETURN.findall(body)
         if returns and (all(_READ_BACK.search(r) for r in returns)
                         or _READ_BACK.search(body) and not any("(" in r for r in returns)):
@@ -474,8 +469,21 @@ def _read_backs(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _top_level_blocks(text: str, header: re.Pattern):
+    """Each top-level definition a pattern finds: its match, its text up to the next top-level line, and where
+    its body starts (past the header line)."""
+    starts = list(header.finditer(text))
+    for i, match in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        block = text[match.start():end]
+        first = block.find("\n") + 1 or len(block)
+        top = _TOP_LEVEL_LINE.search(block, first)  # it ends at the next top-level line
+        yield match, block[: top.start()] if top else block, first
+
+
 _TOP_DEF_OR_CLASS = re.compile(r"^(def|class)[ \t]+(\w+)", re.MULTILINE)
 _SYNCHRONIZE = re.compile(r"\bsynchronize\(\s*\)")
+_LOOP_LINE = re.compile(r"^\s+(for|while)\b", re.MULTILINE)
 
 
 def _synchronizers(text: str) -> frozenset[str]:
@@ -484,19 +492,14 @@ def _synchronizers(text: str) -> frozenset[str]:
     class calls it (yolov5's `Profile`, entered as `with dt[0]:`); a class is named with a trailing `()`.
     A call of one, or entering and leaving one, waits like an explicit `synchronize()`."""
     found = set()
-    starts = [(m.start(), m.group(1), m.group(2)) for m in _TOP_DEF_OR_CLASS.finditer(text)]
-    for i, (start, kind, name) in enumerate(starts):
-        end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
-        body = text[start:end]
-        first = body.find("\n") + 1 or len(body)
-        top = _TOP_LEVEL_LINE.search(body, first)
-        body = body[: top.start()] if top else body
+    for match, body, first in _top_level_blocks(text, _TOP_DEF_OR_CLASS):
+        kind, name = match.group(1), match.group(2)
         if not _SYNCHRONIZE.search(body, first):  # past the `def` line (detectron2's `def synchronize():` is a
             continue  # barrier)
         if kind == "class":
             if "def __enter__" in body or "def __exit__" in body:
                 found.add(name + "()")
-        elif body.count("\n") <= 12 and not re.search(r"^\s+(for|while)\b", body, re.MULTILINE):
+        elif body.count("\n") <= 12 and not _LOOP_LINE.search(body):
             found.add(name)
     return frozenset(found)
 

@@ -259,10 +259,9 @@ def _worth_compiling(model: FileModel, origin: cst.CSTNode) -> bool:
         return False
     qual = model.qualname(origin.func) or dotted(origin.func) or ""
     last = qual.rsplit(".", 1)[-1]
-    if any(w in last.lower() for w in api.LOSS_WORDS) or last.lower().endswith(("dropout", "norm")):
+    if _loss_word(qual) or last.lower().endswith(("dropout", "norm")):
         return False
-    bound = (_bound_name(model, origin) or "").rsplit(".", 1)[-1].lower()
-    if any(w in bound for w in api.LOSS_WORDS):
+    if _loss_word(_bound_name(model, origin) or ""):
         return False  # `criterion = getattr(model, "criterion", CrossEntropyLoss)(**kw)`, `loss_fn = LPIPS()`
     if qual == "torch.nn.Sequential":
         return not _only_projection(model, origin)
@@ -336,8 +335,13 @@ def _loss_named(node: cst.CSTNode) -> bool:
     """A module run or handed on under a loss's name (`criterion`, `loss_fn`): where it was unpacked from a
     helper's tuple (AutoDL's `optimizer, scheduler, criterion = get_optim_scheduler(...)`, blind review 44),
     its origin names no model."""
-    name = (dotted(node) or "").rsplit(".", 1)[-1].lower()
-    return any(w in name for w in api.LOSS_WORDS)
+    return _loss_word(dotted(node) or "")
+
+
+def _loss_word(name: str) -> bool:
+    """Whether a (dotted) name's last part says loss: `criterion`, `self.loss_fn`, `metric`."""
+    last = name.rsplit(".", 1)[-1].lower()
+    return any(w in last for w in api.LOSS_WORDS)
 
 
 def _bound_name(model: FileModel, origin: cst.CSTNode) -> str | None:

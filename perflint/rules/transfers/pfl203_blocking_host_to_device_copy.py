@@ -49,14 +49,14 @@ for x, y in loader:
     known_problems = """
 Reports a move to the device of a value that came from a data loader (a loop over one, `next(iter(
 loader))`, a generator yielding its batches; also after unpacking, indexing or `batch[k]`), on the per-step
-path, once per tuple assigned (`x, y = x.to(d), y.to(d)` is one finding, at the first copy, whose
-evidence names the others; `--fix` adds the keyword to one copy per pass, so all are fixed; blind review 43 judged
-the second finding of such a line wrong as a repeat). The message says whether the loader visibly pins
-memory (then `non_blocking=True` is all that is missing) or should (`pin_memory=True` too: with pageable
-memory the copy stays synchronous). The fix adds `non_blocking=True`, which is safe for host-to-device
-copies (later kernels run on the same stream; the loader does not reuse the batch's memory while the copy
-runs); it is not
-offered when the project defines its own `.to()` (detr's `NestedTensor.to(device)`), which might not
+path, once per tuple assigned (`x, y = x.to(d), y.to(d)` is one finding, at the copy whose advice says most,
+else the first, with the others named in its evidence; `--fix` adds the keyword to one copy per pass, so all
+are fixed; blind review 43 judged the second finding of such a line wrong as a repeat). The message says
+whether the loader visibly pins memory (then `non_blocking=True` is all that is missing) or should
+(`pin_memory=True` too: with pageable memory the copy stays synchronous). The fix adds `non_blocking=True`,
+which is safe for host-to-device copies (later kernels run on the same stream; the loader does not reuse
+the batch's memory while the copy runs); it is not offered when the project defines its own `.to()`
+(detr's `NestedTensor.to(device)`), which might not
 accept the keyword, nor on calls spread over several lines. Quiet in compiled code and in test files,
 and in a loop whose every iteration ends handing device results to host-only code (a tokenizer's
 `decode`, NumPy or SciPy, an environment's `step`) or calls `generate()`: the next copy then starts on
