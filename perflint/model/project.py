@@ -76,7 +76,9 @@ _TOP_LEVEL_LINE = re.compile(r"^[^\s#)]", re.MULTILINE)
 _DEFINING = re.compile(r"""(?:import|from|def|class|async|try|except|else|finally)\b|@|['"rbuf]*['"]|[\]})]|"""
                        r"""if\s+(?:typing\.)?TYPE_CHECKING\b|"""
                        r"""[\w.]+(?:\s*\[[^\]\n]*\])?\s*(?::[^=\n]*)?(?:,\s*[\w.]+)*\s*=(?!=)""")
-_DYNAMIC_IMPORTS = ("import_module(", "__import__(", "spec_from_file_location", "load_source(", "runpy.", "exec(")
+# Not `exec(`: what it runs is a string of code (a setup.py's `exec(open("pkg/version.py").read())`, yolov5's
+# `exec(s, {"yaml": data})`) or a file of the run, whose own imports the scan of that file sees.
+_DYNAMIC_IMPORTS = ("import_module(", "__import__(", "spec_from_file_location", "load_source(", "runpy.")
 _ENTRY_NAMES = ("__init__.py", "setup.py", "hubconf.py", "conftest.py", "__main__.py")
 UNKNOWN = "<unknown>"  # an option whose default a text scan cannot read, or that two declarations disagree on
 

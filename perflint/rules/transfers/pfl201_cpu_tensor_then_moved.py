@@ -57,8 +57,13 @@ and moved every step is PFL202's. It follows the tensor through host-side ops (`
 .to(d)`, `torch.tensor(x).t().contiguous().cuda()`) and through names (`t = torch.zeros(n)` ... `t =
 t.to(device)`), and knows `.type_as(device_tensor)` and `.to(x.device)` for moves. Factories
 (`zeros`, `ones`, `arange`, `rand*`, ...) count, and so do constructors from data (`torch.tensor`,
-`torch.Tensor`, `torch.FloatTensor`, ...) of a display of values or a size, or with host work before the
-move. A constructor of a variable's data moved as made (`torch.Tensor(obs).to(device)`) is quiet: that data
+`torch.Tensor`, `torch.FloatTensor`, ...) of one value written out or repeated (`torch.tensor([t] * b)`,
+`torch.tensor(0.)`: `torch.full` fills it on the device, the value passed to the kernel as an argument, with
+no copy), of constants, of a size, or with host work before the move (then: move first, work on the
+device). Several values computed on the host (`torch.Tensor([w, h, w, h])` of an image's size) are quiet:
+they cross however the tensor is built. The advice `torch.as_tensor(data, device=...)`, given before for
+such data, makes the same pageable copy; the blind reviews judged 11 of its 18 findings wrong, and it is
+no longer given. A constructor of a variable's data moved as made (`torch.Tensor(obs).to(device)`) is quiet: that data
 starts on the host and must cross, `torch.Tensor` of a float32 NumPy array even shares its memory (measured:
 no host copy), and `torch.as_tensor(obs, device=device)` makes the same pageable copy; pin the memory and
 pass `non_blocking=True` instead. Three blind reviews (6, 7 and 9) judged all 9 such findings not worth a
@@ -105,6 +110,9 @@ random factories, whose device generator draws other numbers than the CPU's for 
                     or not _host_work_before_move(model, origin, move.call) and factory not in _ZERO_COPY \
                     and _data_gains_nothing(values, factory, origin):  # (a zero-copy here: of NumPy-made data)
                 continue
+            fix = _fix(values, factory, origin, _host_work_before_move(model, origin, move.call))
+            if fix is None:
+                continue
             made, moved = steps.at(origin), steps.at(move.call)
             step = made.both(moved)
             if not (step.hot or step.unless) or model.frame_of(origin).compiled:
@@ -115,14 +123,17 @@ random factories, whose device generator draws other numbers than the CPU's for 
                     and factory not in api.RANDOM_FACTORIES:
                 device = move.expr if move.expr is not None else cst.SimpleString('"cuda"')
                 replacement, fix_node = with_keyword(origin, "device", device), move.call
-            self.report(model, origin, self.message.format(factory=factory, fix=_fix(values, factory, origin)),
+            self.report(model, origin, self.message.format(factory=factory, fix=fix),
                         replacement=replacement, fix_node=fix_node,
                         evidence=(("copied to the device by `{}`", move.call), *move.why[1:2], *made.why[:2]),
                         step=step)
 
 
-def _fix(values: Values, factory: str, origin: cst.Call) -> str:
-    """How to make this tensor on the device, by what the constructor is given."""
+def _fix(values: Values, factory: str, origin: cst.Call, host_work: bool) -> str | None:
+    """How to make this tensor on the device, by what the constructor is given; None where no way of making
+    it saves the copy: values computed on the host (`torch.Tensor([w, h, w, h])` of an image's size,
+    `torch.tensor(src + dst)`) have to cross whatever builds the tensor, and `torch.as_tensor(data,
+    device=...)` makes the same pageable copy."""
     if factory in api.FACTORIES:
         return "pass `device=` to make it there"
     if factory in _ZERO_COPY:
@@ -130,12 +141,39 @@ def _fix(values: Values, factory: str, origin: cst.Call) -> str:
                "`torch.randint(..., device=...)`, `torch.arange(..., device=...)`)"
     if _sized(values, factory, origin):
         return "`torch.empty(size, device=...)` (or the factory that fills it) makes it there"
-    if origin.args and _literal(origin.args[0].value):
-        if len(_leaves(origin.args[0].value)) == 1:
-            return "`torch.full(size, value, device=...)` makes it there without a copy (or use a Python number)"
+    data = origin.args[0].value if origin.args and origin.args[0].keyword is None else None
+    if data is not None and (_one_value(values, data) or _repeated(values, data)):
+        return "`torch.full(size, value, device=...)` makes it there without a copy: a fill kernel takes the " \
+               "value as an argument (or use a Python number)"
+    if data is not None and _literal(data):
         return "these values are constants: make the tensor once (before the loop, or a buffer registered in " \
                "`__init__`, which `.to(device)` moves with the model)"
-    return "`torch.as_tensor(data, device=...)` copies it once, straight to the device"
+    if host_work:
+        return "move it as made, then do that work on the device (`.to(device)` first)"
+    return None
+
+
+def _one_value(values: Values, node: cst.CSTNode) -> bool:
+    """One number, bare or in a display: `0.`, `[[word_idx]]`, `-math.inf`, `[t.numel()]`, a host metric."""
+    displayed = False
+    while type(node) in (cst.List, cst.Tuple) and len(node.elements) == 1 and type(node.elements[0]) is cst.Element:
+        node, displayed = node.elements[0].value, True
+    if type(node) is cst.UnaryOperation:
+        node = node.expression
+    if type(node) in (cst.Integer, cst.Float):
+        return True
+    if displayed and type(node) in (cst.Name, cst.Attribute) or displayed and type(node) is cst.Subscript \
+            and not any(type(e.slice) is cst.Slice for e in node.slice):
+        return True  # `[[word_idx]]`, `[vocab[w]]`: one element shown (data read from elsewhere is quiet before)
+    return type(node) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript) and values.value(node).kind == NUMBER
+
+
+def _repeated(values: Values, node: cst.CSTNode) -> bool:
+    """`[t] * b`, `n * [[start]]`: one value repeated to a size, which `torch.full` makes on the device."""
+    if type(node) is not cst.BinaryOperation or type(node.operator) is not cst.Multiply:
+        return False
+    display = node.left if type(node.left) in (cst.List, cst.Tuple) else node.right
+    return type(display) in (cst.List, cst.Tuple) and _one_value(values, display)
 
 
 def _filled_on_host(model: FileModel, origin: cst.Call) -> bool:
@@ -219,16 +257,25 @@ def _written_out(values: Values, node: cst.CSTNode) -> bool:
         return False
     kind = values.value(node).kind
     if kind is None and type(node) is cst.Name:
-        source = values.source(node)
-        if type(source) is cst.Call and not (values.model.qualname(source.func) or "").startswith("torch."):
-            return False
+        sources = values.sources(node) or ()
+        if sources and all(_made_elsewhere(values, source) for source in sources):
+            return False  # `tokenized = tokenizer.encode(prompt).ids` on each branch: a list of ids
     return kind not in (OTHER, NDARRAY)
+
+
+def _made_elsewhere(values: Values, node: cst.CSTNode) -> bool:
+    """A call of a function of another library, or an attribute or element of what it returns."""
+    while type(node) in (cst.Attribute, cst.Subscript):
+        node = node.value
+    return type(node) is cst.Call and values.value(node).kind != NUMBER \
+        and not (values.model.qualname(node.func) or "").startswith("torch.")
 
 
 def _sized(values: Values, factory: str, call: cst.Call) -> bool:
     """`torch.FloatTensor(b, 1, 1, 1)`: a legacy constructor given a size, not data (uninitialised memory, often
     filled next: `.uniform_(0, 1)`)."""
-    sizes = [a.value for a in call.args if a.keyword is None and not a.star]
+    sizes = [a.value for a in call.args if a.keyword is None and not a.star
+             or a.keyword is not None and a.keyword.value == "size"]  # `torch.ByteTensor(size=(n,))`
     return factory.endswith("Tensor") and bool(sizes) and (
         len(sizes) > 1 or type(sizes[0]) is cst.Integer or values.value(sizes[0]).kind == NUMBER)
 
