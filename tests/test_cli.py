@@ -69,6 +69,8 @@ def test_usage_errors_exit_2_with_one_line(project, capsys, argv, message):
 def test_select_ignore_extend_select_prefixes(project, capsys):
     write(project / "a.py", SYNC_LOOP + "\nimport time\nfor t in loader:\n    torch.cuda.synchronize()\n")
     _, out, _ = run(capsys, "--no-cache", "-q")
+    assert "PFL101" in out and "PFL109" not in out  # off by default
+    _, out, _ = run(capsys, "--no-cache", "-q", "--extend-select", "PFL109")
     assert "PFL101" in out and "PFL109" in out
     _, out, _ = run(capsys, "--no-cache", "-q", "--select", "PFL109")
     assert "PFL101" not in out and "PFL109" in out
