@@ -5001,3 +5001,116 @@ def test_a_rules_findings_do_not_depend_on_which_other_rules_run():
     # Both only as a module's forward assumed to run per step (shown with `assume-forward-per-step`), not
     # reached through the test file's loop.
     assert default == every == [("network_usrnet.py", 6, "PFL201", True)]
+
+
+# ---- PFL206: one index made once serves every use; a tensor known only by its name is not enough ----------
+
+def test_the_same_host_index_on_the_same_tensor_in_one_function_is_one_finding():
+    # YOLOv6's scale_coords shifts then scales the x and y columns of the boxes with list indices: two
+    # index lists, each used twice on `coords`. Making each index once on the device fixes both uses.
+    src = """
+        import torch
+        model = Detector().cuda()
+
+        def scale_coords(coords, pad, gain):
+            coords[:, [0, 2]] -= pad[0]
+            coords[:, [1, 3]] -= pad[1]
+            coords[:, [0, 2]] /= gain
+            coords[:, [1, 3]] /= gain
+            return coords
+
+        for imgs in loader:
+            boxes = model(imgs.cuda(non_blocking=True))
+            scale_coords(boxes, (1, 2), 0.5)
+    """
+    assert [c for c in codes({"evaler.py": src}) if c[1] == "PFL206"] == [(6, "PFL206"), (7, "PFL206")]
+
+
+def test_an_index_into_a_value_known_to_be_a_tensor_only_by_its_name_is_not_reported():
+    # Yet-Another-EfficientDet's invert_affine (utils.py) gets `preds` from coco_eval.py, after a
+    # post-processing step that already made them NumPy arrays: the parameter's name says "predictions",
+    # not where they live.
+    utils = """
+        import torch
+
+        def invert_affine(metas, preds):
+            for i in range(len(preds)):
+                preds[i]["rois"][:, [0, 2]] = preds[i]["rois"][:, [0, 2]] / metas[i]
+            return preds
+    """
+    evaluate = """
+        import torch
+        from utils import invert_affine, postprocess
+        model = EfficientDet().cuda()
+        for x, metas in loader:
+            out = model(x.cuda(non_blocking=True))
+            invert_affine(metas, postprocess(out))
+    """
+    assert [c for c in codes({"utils.py": utils, "coco_eval.py": evaluate}) if c[1] == "PFL206"] == []
+
+
+# ---- blind review 46 (x-transformers, fasterrcnn-pytorch-training-pipeline) -------------------------------
+
+def test_a_gate_written_as_a_one_line_helper_is_a_gate():
+    # lucidrains' scripts validate under `if divisible_by(i, validate_every):`, a helper that returns
+    # `(num % den) == 0`: once every k steps, as if the modulo were written in place.
+    src = """
+        import torch
+
+        def divisible_by(num, den):
+            return (num % den) == 0
+
+        model = Net().cuda()
+        opt = torch.optim.Adam(model.parameters())
+        for i in range(num_batches):
+            loss = model(next(train_loader).cuda())
+            loss.backward()
+            opt.step()
+            if divisible_by(i, validate_every):
+                with torch.no_grad():
+                    val_loss = model(next(val_loader).cuda())
+                    print(f"validation loss: {val_loss.item():.4f}")
+    """
+    assert [c for c in codes({"train.py": src}) if c[1] == "PFL101"] == []
+    # A helper with more to it than one test is not read as one.
+    longer = src.replace("    return (num % den) == 0", "    print(num)\n            return (num % den) == 0")
+    assert [c for c in codes({"train.py": longer}) if c[1] == "PFL101"] == [(17, "PFL101")]
+
+
+def test_a_copy_waited_for_by_a_synchronize_on_the_cuda_path_is_not_a_blocking_copy_finding():
+    # fasterrcnn-pytorch-training-pipeline's evaluate() copies the images, then times the forward after
+    # `if torch.cuda.is_available(): torch.cuda.synchronize()`: every GPU run takes that branch, so the host
+    # waits for the copy there however it is made. A synchronize behind another setting may not run.
+    src = """
+        import time
+        import torch
+        model = Detector().cuda()
+        loader = torch.utils.data.DataLoader(ds, batch_size=8, pin_memory=True)
+        for images, targets in loader:
+            images = images.to("cuda")
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            start = time.time()
+            outputs = model(images)
+            print(time.time() - start)
+    """
+    assert [c for c in codes({"eval.py": src}) if c[1] == "PFL203"] == []
+    verbose = src.replace("if torch.cuda.is_available():", "if verbose:")
+    assert [c for c in codes({"eval.py": verbose}) if c[1] == "PFL203"] == [(7, "PFL203")]
+
+
+def test_a_size_compared_with_a_batch_element_reads_no_device_tensor():
+    # HRNet's test(): `if pred.size()[-2] != size[0]:` compares an int of the prediction's shape with an
+    # element of the batch's size tensor, which the loader made on the host: no device value is read.
+    src = """
+        import torch
+        model = Net().cuda()
+        for _, batch in enumerate(testloader):
+            image, size, name = batch
+            size = size[0]
+            pred = model(image.cuda())
+            if pred.size()[-2] != size[0] or pred.shape[-1] != size[1]:
+                pred = torch.nn.functional.interpolate(pred, (int(size[0]), int(size[1])))
+            save(pred)
+    """
+    assert [c for c in codes({"test.py": src}) if c[1] == "PFL105"] == []

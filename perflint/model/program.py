@@ -195,6 +195,21 @@ def _gate(test: cst.BaseExpression, counters: set[str] = frozenset()) -> bool:
     return False
 
 
+def _one_line_tests(module: cst.Module) -> dict[str, cst.BaseExpression]:
+    """The top-level functions whose body is one `return` of a test, by name: `def divisible_by(num, den):
+    return (num % den) == 0`, so that `if divisible_by(i, k):` reads as the test it returns."""
+    found = {}
+    for statement in module.body:
+        if type(statement) is cst.FunctionDef and type(statement.body) is cst.IndentedBlock:
+            lines = [line for line in statement.body.body if not (
+                type(line) is cst.SimpleStatementLine and type(line.body[0]) is cst.Expr
+                and type(line.body[0].value) in (cst.SimpleString, cst.ConcatenatedString))]  # a docstring
+            if len(lines) == 1 and type(lines[0]) is cst.SimpleStatementLine \
+                    and type(lines[0].body[0]) is cst.Return and lines[0].body[0].value is not None:
+                found[statement.name.value] = lines[0].body[0].value
+    return found
+
+
 def _fresh_state(test: cst.BaseExpression) -> bool:
     subject = None
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
@@ -879,6 +894,11 @@ class Walker:
             bound = [b for b in model.frame.scope.bindings.get(test.value, ()) if b.how == "assign" and not b.path]
             if bound and loop.encloses(bound[-1].frame):
                 test = bound[-1].value
+        if type(test) is cst.Call and type(test.func) is cst.Name:  # `if divisible_by(i, validate_every):`
+            tests = model._memo.get("one-line-tests")
+            if tests is None:
+                tests = model._memo["one-line-tests"] = _one_line_tests(model.module)
+            test = tests.get(test.func.value, test)
         gated = loop is not None and _gate(test, counters) or _periodic(test) \
             and not (type(test) is cst.UnaryOperation and type(test.operator) is cst.Not) or interval_gate(node)
         kind = "gate" if gated else "once" if _caches(node) else "branch"

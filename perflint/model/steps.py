@@ -933,6 +933,12 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [test]
 
 
+def on_cuda_path(frame: Frame) -> bool:
+    """A branch every CUDA run takes: the body of `if torch.cuda.is_available():`, of `if x.is_cuda:`."""
+    return frame.kind == "branch" and frame.condition is not None and _cpu_only(frame.condition[0],
+                                                                                not frame.condition[1])
+
+
 def _cpu_only(test: cst.BaseExpression, holds: bool) -> bool:
     """The branch a CUDA run never takes: `if x.device.type == "cpu":` (a fallback of a fused CUDA op), the
     else of `if x.is_cuda:` or of `if self.device == "cuda":` (a prefetcher's path for other devices)."""

@@ -60,6 +60,12 @@ class Value:
 
 
 UNKNOWN = Value()
+
+
+def named_only(v: Value) -> bool:
+    """A tensor of unknown place known to be a tensor only by its name (`preds`, `outputs` bound nowhere the
+    model sees): too weak to claim a device wait or copy on."""
+    return v.kind == TENSOR and v.device is None and bool(v.why) and v.why[0][0] == "`{}` (by its name)"
 _NO_DEFAULT = object()  # `default_of`: the code does not say
 # Parameters of `forward` that hold tensors, besides the first (`def forward(self, x, mask=None, size=None)`).
 _TENSOR_INPUTS = {"x", "input", "inputs", "input_ids", "hidden", "hidden_states", "h", "q", "k", "v", "query", "key",
@@ -72,6 +78,7 @@ _PASS_THROUGH = {"tqdm", "log_every", "track", "progress_bar", "prefetch", "cycl
 _MODULE_WRAPPING = ("parallel", "shard", "wrap", "fsdp", "ddp", "convert", "prepare", "replicate", "to_device")
 NUMBER_VALUE = Value(NUMBER)
 OTHER_VALUE = Value(OTHER)
+SIZE_VALUE = Value(OTHER, element=NUMBER_VALUE)  # `x.shape`, `x.size()`: indexing or iterating gives numbers
 _MAX_WHY = 4
 
 
@@ -617,7 +624,9 @@ class Values:
                 return item
             if attr == "device":
                 return Value(DEVICE, base.device, base.why)
-        if attr in ("shape", "ndim", "dtype"):
+        if attr == "shape":  # a size: its elements are numbers (`pred.shape[-1] != size[1]` reads no tensor)
+            return SIZE_VALUE
+        if attr in ("ndim", "dtype"):
             return OTHER_VALUE
         if base.kind is None and base.device == ON_DEVICE:
             return Value(None, ON_DEVICE, base.why)  # `data.rewards` of a batch sampled on the device
@@ -1008,6 +1017,8 @@ class Values:
                 return self.module_output(call, Value(MODULE))  # a submodule built where this file cannot see
             if own.kind == LOADER:
                 return own
+            if receiver.kind is None and method == "size":  # of a tensor or a size: numbers either way
+                return NUMBER_VALUE if call.args else SIZE_VALUE
             if receiver.kind is None and method == "cpu" and not call.args:  # whatever it was, it is on the host now
                 return Value(None, ON_HOST, (("moved to the host by `{}`", call),), origin=call)
             if receiver.kind is None and method in ("to", "cuda"):
@@ -1130,6 +1141,8 @@ class Values:
             return Value(NDARRAY)
         if method == "type":  # `x.type(torch.int32)` is a tensor; `x.type()` its type's name
             return replace(tensor, items=None, element=None) if call.args else OTHER_VALUE
+        if method == "size" and not call.args:
+            return SIZE_VALUE
         if method in api.SCALAR_METHODS:
             return NUMBER_VALUE
         if method == "cpu":

@@ -20,7 +20,7 @@ import libcst as cst
 from perflint.model import torchapi as api
 from perflint.model.names import dotted, is_true, keyword, method_name, positional, target_names, truth_tested
 from perflint.model.program import FileModel, Frame
-from perflint.model.steps import Step, Steps, generates
+from perflint.model.steps import Step, Steps, generates, on_cuda_path
 from perflint.model.values import MODULE, ON_DEVICE, ON_HOST, TENSOR, Value, Values
 from perflint.rule import Rule
 from perflint.tree import find_all
@@ -303,7 +303,8 @@ def synchronized_before_step(model: FileModel, node: cst.CSTNode) -> cst.CSTNode
     steps = Steps.of(model)
     later = sorted((s for s in sync_sites(model) if s.code == "PFL109" and s.order > order
                     and s.frame.function is frame.function and s.frame.loop is frame.loop
-                    and s.frame.encloses(frame)), key=lambda s: s.order)
+                    and (s.frame.encloses(frame) or on_cuda_path(s.frame) and s.frame.parent.encloses(frame))),
+                   key=lambda s: s.order)  # (`if torch.cuda.is_available(): torch.cuda.synchronize()` runs too)
     if not later:
         return None
     calls = frame.function.calls if frame.function is not None else model.calls

@@ -3,7 +3,7 @@ import libcst as cst
 from perflint.model.names import dotted
 from perflint.model.program import FileModel
 from perflint.model.steps import Steps
-from perflint.model.values import NDARRAY, NUMBER, ON_DEVICE, ON_HOST, TENSOR, Values
+from perflint.model.values import NDARRAY, NUMBER, ON_DEVICE, ON_HOST, TENSOR, Values, named_only
 from perflint.rule import Rule
 
 
@@ -38,19 +38,22 @@ for epoch in range(update_epochs):
         loss = agent.loss(b_obs[mb_inds], b_actions[mb_inds])
 """
     known_problems = """
-Reported once per index, where it is made (or at the subscript, for a list written in place), when the
-indexing runs every step and the tensor is on the device (or is a tensor of unknown device in a project
-that runs on an accelerator). Quiet for slices, integers and indices already on the device. It counts
+Reported once per index, where it is made (or at the subscript, for a list written in place), and once
+per tensor indexed alike in one function (YOLOv6's `coords[:, [0, 2]] -= pad[0]` then `coords[:, [0, 2]] /=
+gain`: one index made on the device serves both), when the indexing runs every step and the tensor is on
+the device (or is a tensor of unknown device in a project that runs on an accelerator, but not one known
+to be a tensor only by its name: Yet-Another-EfficientDet's `invert_affine(metas, preds)` gets NumPy
+arrays). Quiet for slices, integers and indices already on the device. It counts
 for the host-made family of the accuracy benchmark: the index is a tensor made on the host and moved.
 """
 
     def finish(self, model: FileModel) -> None:
         values, steps = Values.of(model), Steps.of(model)
-        done: set[cst.CSTNode] = set()
+        done: set = set()
         for node in model.nodes(cst.Subscript):
             base = values.value(node.value)
             if base.kind != TENSOR or not (base.device == ON_DEVICE or base.device is None
-                                           and model.facts.device_work):
+                                           and model.facts.device_work and not named_only(base)):
                 continue
             for element in node.slice:
                 index = element.slice.value if type(element.slice) is cst.Index else None
@@ -58,13 +61,16 @@ for the host-made family of the accuracy benchmark: the index is a tensor made o
                 if what is None:
                     continue
                 where = values.source(index) or index
-                if where in done:
+                tensor = " ".join(model.module.code_for_node(node.value).split())[:40]
+                # One report per index made, and per tensor indexed alike in one function (`x[:, [0, 2]] -=
+                # pad` then `x[:, [0, 2]] /= gain`): one index tensor made on the device serves them all.
+                alike = (model.site(node)[0].function, tensor, model.module.code_for_node(index))
+                if where in done or alike in done:
                     continue
                 step = steps.at(node)
                 if not (step.hot or step.unless) or model.frame_of(node).compiled:
                     continue
-                done.add(where)
-                tensor = " ".join(model.module.code_for_node(node.value).split())[:40]
+                done.update((where, alike))
                 self.report(model, where, self.message.format(tensor=tensor, what=what),
                             evidence=(("`{}` indexes a device tensor", node), *base.why[:1], *step.why[:2]),
                             step=step)
