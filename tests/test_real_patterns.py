@@ -5114,3 +5114,35 @@ def test_a_size_compared_with_a_batch_element_reads_no_device_tensor():
             save(pred)
     """
     assert [c for c in codes({"test.py": src}) if c[1] == "PFL105"] == []
+
+
+def test_a_loop_over_a_few_items_behind_an_every_k_gate_is_a_periodic_job_but_a_validation_pass_is_not():
+    # VAR's train_step logs one accuracy per scale under `if (g_it + 1) % 500 == 0:`, its step loop being in
+    # the caller; x-transformers' parity script evaluates a few lengths, one batch each, every EVAL_EVERY
+    # steps. Neither loop is a step. A pass over a validation loader behind the same gate still is: each of
+    # its batches is a step of that pass.
+    src = """
+        import torch
+        model = Net().cuda()
+        opt = torch.optim.Adam(model.parameters())
+
+        def train_step(g_it, x):
+            loss = model(x)
+            loss.backward()
+            opt.step()
+            if (g_it + 1) % 500 == 0:
+                for bg, ed in scales:
+                    acc = (loss[bg:ed] > 0).float().mean().item()
+                    log(acc)
+
+        for g_it, x in enumerate(loader):
+            train_step(g_it, x.cuda(non_blocking=True))
+            if (g_it + 1) % 1000 == 0:
+                for name, dl in eval_dls.items():
+                    out = model(next(dl).cuda(non_blocking=True))
+                    print(out.sum().item())
+                for batch in val_loader:
+                    val = model(batch.cuda(non_blocking=True))
+                    print(val.mean().item())
+    """
+    assert [c for c in codes({"trainer.py": src}) if c[1] == "PFL101"] == [(23, "PFL101")]

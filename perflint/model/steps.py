@@ -200,11 +200,12 @@ class Steps:
 
     def _periodic_job(self, loop: Frame) -> Frame | None:
         """The every-k gate (`if step % k == 0:` that takes no training step) between a loop and an outer loop
-        of steps in the same function: the inner loop (a grid of samples) is a periodic job of that loop, not
-        its step. Only a loop over `range(...)`: each batch of a validation pass over its data is a step of that
-        pass (pytorch/examples' snli, every `dev_every` iterations)."""
+        of steps in the same function, or the start of a function run every step: the inner loop (a grid of
+        samples, a few evaluation lengths, the scales of a log line) is a periodic job of that loop, not its
+        step. Not a loop over a loader: each batch of a validation pass over its data is a step of that pass
+        (pytorch/examples' snli, every `dev_every` iterations)."""
         node = loop.node
-        if type(node) is not cst.For or type(node.iter) is not cst.Call or dotted(node.iter.func) != "range":
+        if type(node) is not cst.For or self.values.value(node.iter).kind == LOADER:
             return None
         gate = None
         for f in loop.parent.chain() if loop.parent is not None else ():
@@ -214,7 +215,9 @@ class Steps:
                 gate = f
             elif f.kind in ("loop", "comprehension") and gate is not None:
                 return gate if self.loop_kind(f).kind == STEP else None
-        return None
+            elif f.kind == "function" and gate is not None:
+                return gate  # VAR's train_step logs per scale under `if (g_it + 1) % 500 == 0:`; its loop is
+        return None  # in the caller
 
     def uncalled_function(self, node: cst.CSTNode) -> str:
         """The qualified name of the outermost function around `node` when this file neither calls it nor
