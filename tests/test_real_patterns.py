@@ -5146,3 +5146,67 @@ def test_a_loop_over_a_few_items_behind_an_every_k_gate_is_a_periodic_job_but_a_
                     print(val.mean().item())
     """
     assert [c for c in codes({"trainer.py": src}) if c[1] == "PFL101"] == [(23, "PFL101")]
+
+
+def test_a_tensor_test_after_an_and_whose_left_side_is_false_by_default_is_never_read():
+    # `if args.check_nan and torch.isnan(loss).any():` with `--check-nan` off: Python never evaluates the
+    # tensor test, so the step has no sync there (edm2's `if S_churn > 0 and S_min <= t_cur <= S_max:`).
+    src = """
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--check-nan", action="store_true")
+        args = parser.parse_args()
+        model = Net().cuda()
+        opt = torch.optim.Adam(model.parameters())
+        for x in loader:
+            loss = model(x.cuda(non_blocking=True))
+            if args.check_nan and torch.isnan(loss).any():
+                raise RuntimeError("nan")
+            loss.backward()
+            opt.step()
+    """
+    assert [c for c in codes({"train.py": src}) if c[1] == "PFL105"] == []
+    on = src.replace('action="store_true"', 'action="store_false"')
+    assert [c for c in codes({"train.py": on}) if c[1] == "PFL105"] == [(11, "PFL105")]
+
+
+def test_a_batch_masked_on_the_host_before_its_copy_is_not_told_to_pass_non_blocking():
+    # dinov3's evaluation keeps the samples whose index is valid, `samples[index >= 0]`, then copies them: the
+    # mask makes a new tensor in pageable memory, so `non_blocking=True` would leave the copy synchronous.
+    src = """
+        import torch
+        model = Net().cuda()
+        loader = torch.utils.data.DataLoader(ds, batch_size=64, pin_memory=True, num_workers=4)
+        for samples, (index, targets) in loader:
+            samples, targets = samples[index >= 0], targets[index >= 0]
+            outputs = model(samples.to("cuda"))
+            record(outputs, targets.to("cuda"))
+    """
+    assert [c for c in codes({"eval.py": src}) if c[1] == "PFL203"] == []
+    whole = src.replace("            samples, targets = samples[index >= 0], targets[index >= 0]\n", "")
+    assert [c[0] for c in codes({"eval.py": whole}) if c[1] == "PFL203"] == [6, 7]
+
+
+def test_a_yes_or_no_method_of_an_unwrapped_module_answers_on_the_host():
+    # 1d-tokenizer trains its discriminator `if accelerator.unwrap_model(loss_module)
+    # .should_discriminator_be_trained(global_step):`, which compares Python ints. `unwrap_model` hands back
+    # a module (it is not a module by its name), and a `should_...` method of one answers with a bool.
+    src = """
+        import torch
+
+        def train_one_epoch(model, loss_module, accelerator, loader, optimizer, global_step):
+            for images in loader:
+                loss = model(images.cuda(non_blocking=True)).mean()
+                accelerator.backward(loss)
+                optimizer.step()
+                if accelerator.unwrap_model(loss_module).should_discriminator_be_trained(global_step):
+                    d_loss = loss_module(images, mode="discriminator")
+                    accelerator.backward(d_loss)
+                global_step += 1
+    """
+    assert [c for c in codes({"train_utils.py": src}) if c[1] == "PFL105"] == []
+    # A question asked of a tensor still reads the device.
+    tensor = src.replace("accelerator.unwrap_model(loss_module).should_discriminator_be_trained(global_step)",
+                         "loss.isnan().any()")
+    assert [c for c in codes({"train_utils.py": tensor}) if c[1] == "PFL105"] == [(9, "PFL105")]

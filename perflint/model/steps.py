@@ -18,6 +18,7 @@ inside the step loop is not per step, nor `if t == 0:` in a function the loop ca
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -205,7 +206,7 @@ class Steps:
         step. Not a loop over a loader: each batch of a validation pass over its data is a step of that pass
         (pytorch/examples' snli, every `dev_every` iterations)."""
         node = loop.node
-        if type(node) is not cst.For or self.values.value(node.iter).kind == LOADER:
+        if type(node) is not cst.For or not _few_items(node.iter) or self.values.value(node.iter).kind == LOADER:
             return None
         gate = None
         for f in loop.parent.chain() if loop.parent is not None else ():
@@ -934,6 +935,22 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
         return _conjuncts(test.left) + _conjuncts(test.right)
     return [test]
+
+
+_BATCHES = re.compile(r"iter|batch|data|load|set|dl|stream|queue")
+
+
+def _few_items(iterable: cst.BaseExpression) -> bool:
+    """What a loop run every k steps goes over when it is a job, not a pass of steps: a count (`range(n)`), a
+    dict's items (`eval_dls.items()`: a few named things), an attribute of the object (`self.begin_ends`,
+    VAR's scales). Not an iterator of batches (`dev_iter`, snli's pass over its dev set every `dev_every`)."""
+    if type(iterable) is cst.Call and dotted(iterable.func) == "enumerate" and iterable.args:
+        iterable = iterable.args[0].value
+    if type(iterable) is cst.Call:
+        name = dotted(iterable.func) or ""
+        return name == "range" or name.rsplit(".", 1)[-1] in ("items", "keys", "values")
+    name = dotted(iterable) or ""
+    return name.startswith("self.") and not _BATCHES.search(name.rsplit(".", 1)[-1].lower())
 
 
 def on_cuda_path(frame: Frame) -> bool:

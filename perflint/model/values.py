@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import re
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -77,6 +78,11 @@ _PASS_THROUGH = {"tqdm", "log_every", "track", "progress_bar", "prefetch", "cycl
 # Helpers of other packages that take a module and give it back wrapped: `parallelize_module`, `fully_shard`.
 _MODULE_WRAPPING = ("parallel", "shard", "wrap", "fsdp", "ddp", "convert", "prepare", "replicate", "to_device")
 NUMBER_VALUE = Value(NUMBER)
+# A method named as a yes-or-no question: on a module or another object (not a tensor, whose `is_nonzero()`
+# reads the device), it answers with a Python bool.
+_PREDICATE = re.compile(r"(?:should|is|has|can)_[a-z]")
+# A function that gives a model (`accelerator.unwrap_model`, `get_model`), not a model by its name.
+_MODEL_GETTER = re.compile(r"(?:get|build|load|create|make|unwrap|init|setup|prepare|wrap)_\w*model$")
 OTHER_VALUE = Value(OTHER)
 SIZE_VALUE = Value(OTHER, element=NUMBER_VALUE)  # `x.shape`, `x.size()`: indexing or iterating gives numbers
 _MAX_WHY = 4
@@ -328,7 +334,7 @@ class Values:
         lower = last.lower()
         if last in api.TENSOR_NAMES:
             return Value(TENSOR, why=(("`{}` (by its name)", node),))
-        if last in api.MODULE_NAMES or lower.endswith(("model", "_net")):
+        if (last in api.MODULE_NAMES or lower.endswith(("model", "_net"))) and not _MODEL_GETTER.match(lower):
             return Value(MODULE, why=(("`{}` (by its name)", node),))
         if last in api.OPTIMIZER_NAMES:
             return Value(OPTIMIZER)
@@ -988,6 +994,9 @@ class Values:
             receiver = self.value(func.value)
             if method == "item" and not call.args and receiver.kind in (TENSOR, NDARRAY, NUMBER, None):
                 return NUMBER_VALUE  # a tensor's, an array's or a NumPy scalar's: a Python number every time
+            if (receiver.kind in (MODULE, OTHER) or receiver.kind is None and receiver.device is None) \
+                    and _PREDICATE.match(method):
+                return NUMBER_VALUE  # `loss_module.should_discriminator_be_trained(step)`: a module's own bool
             if receiver.kind == TENSOR or receiver.kind is None and receiver.device == ON_DEVICE \
                     and method in ("item", "tolist", "cpu", "numpy", "to", "cuda"):
                 return self.tensor_method(call, receiver, method)

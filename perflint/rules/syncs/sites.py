@@ -170,7 +170,7 @@ def _collect(model: FileModel) -> list[SyncSite]:
     for node_type, attr in ((cst.If, "test"), (cst.While, "test"), (cst.Assert, "test"), (cst.IfExp, "test")):
         for node in model.nodes(node_type):
             test = getattr(node, attr)
-            for part in truth_tested(test):
+            for part in truth_tested(_evaluated(Values.of(model), test)):
                 add(SyncSite(node if node_type is cst.While or node_type is cst.Assert else test, "PFL105",
                              "condition", part))
     for node in model.nodes(cst.FormattedStringExpression):
@@ -386,6 +386,17 @@ def _name_only_collected(model: FileModel, assign: cst.Assign) -> bool:
     parents = _parents(model)
     return bool(reads) and all(type(parents.get(n)) is cst.Call
                                and (dotted(parents[n].func) or "").rsplit(".", 1)[-1] in _SINKS for n in reads)
+
+
+def _evaluated(values: Values, test: cst.BaseExpression) -> cst.BaseExpression:
+    """What a test reads with the code's defaults, as Python short-circuits it: `S_churn > 0 and S_min <= t <=
+    S_max` with `S_churn=0` reads only the first comparison (edm2's sampler), whatever the second holds."""
+    while type(test) is cst.BooleanOperation:
+        truth = values.default_truth(test.left)
+        if truth is None or truth != (type(test.operator) is cst.Or):
+            break
+        test = test.left
+    return test
 
 
 def _parents(model: FileModel) -> dict:

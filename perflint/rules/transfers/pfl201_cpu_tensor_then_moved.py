@@ -178,13 +178,20 @@ def _repeated(values: Values, node: cst.CSTNode) -> bool:
 
 def _filled_on_host(model: FileModel, origin: cst.Call) -> bool:
     """`ids = torch.full((b, t), pad)` then `ids[i, :len(x)] = torch.tensor(x)` row by row: a staging buffer
-    filled from host data and moved once. Made on the device, each row would be a copy of its own."""
+    filled from host data and moved once. Made on the device, each row would be a copy of its own. Likewise an
+    accumulator added to in place (`preds += make_inference(img)`, dinov3's slide inference on the host)."""
     frame, order = model.site(origin)
     bound = next((a for a in model.nodes(cst.Assign) if a.value is origin and len(a.targets) == 1
                   and type(a.targets[0].target) is cst.Name), None)
     if bound is None:
         return False
     name = bound.targets[0].target.value
+    values = Values.of(model)
+    for update in model.nodes(cst.AugAssign):  # `preds += make_inference(img)`: a host accumulator (an in-place
+        # add into a host tensor runs only with a host operand; made on the device, it would fail)
+        if type(update.target) is cst.Name and update.target.value == name and model.sites[update][1] > order \
+                and model.sites[update][0].function is frame.function and values.value(update.value).kind != NUMBER:
+            return True
     for assign in model.nodes(cst.Assign):
         for target in assign.targets:
             t = target.target
