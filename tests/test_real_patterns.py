@@ -5210,3 +5210,51 @@ def test_a_yes_or_no_method_of_an_unwrapped_module_answers_on_the_host():
     tensor = src.replace("accelerator.unwrap_model(loss_module).should_discriminator_be_trained(global_step)",
                          "loss.isnan().any()")
     assert [c for c in codes({"train_utils.py": tensor}) if c[1] == "PFL105"] == [(9, "PFL105")]
+
+
+# ---- blind review 48 (InternVL, FAN) ------------------------------------------------------------------------
+
+def test_a_copy_for_a_chat_or_generate_call_starts_on_an_idle_device():
+    # InternVL's evaluations copy each sample, then `model.chat(...)` generates an answer token by token (each
+    # token read back to test for the end); one copies the mask inside `model.generate(...)`'s arguments.
+    # The next copy starts on an idle device either way: non_blocking would overlap nothing.
+    src = """
+        import torch
+        model = Chat().cuda()
+        loader = torch.utils.data.DataLoader(ds, batch_size=1, pin_memory=True, num_workers=4)
+        for pixel_values, questions, mask in loader:
+            pixel_values = pixel_values.cuda()
+            answer = model.chat(tokenizer, pixel_values, questions[0], generation_config)
+            pred = model.generate(pixel_values=pixel_values, attention_mask=mask.cuda())
+            save(answer, pred)
+    """
+    assert [c for c in codes({"evaluate.py": src}) if c[1] == "PFL203"] == []
+
+
+def test_batches_from_timms_prefetching_loader_are_already_on_the_device():
+    # FAN's train_one_epoch gets loader_train = timm's create_loader(..., use_prefetcher=args.prefetcher), with
+    # `args.prefetcher = not args.no_prefetcher` on by default: the loader hands out CUDA tensors copied with
+    # non_blocking on a side stream, so `input.cuda()` copies nothing. With the prefetcher off, it does.
+    src = """
+        import argparse
+        import torch
+        from timm.data import create_loader
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--no-prefetcher", action="store_true", default=False)
+        args = parser.parse_args()
+        args.prefetcher = not args.no_prefetcher
+
+        def train_one_epoch(model, loader, optimizer):
+            for input, target in loader:
+                input, target = input.cuda(), target.cuda()
+                loss = model(input, target)
+                loss.backward()
+                optimizer.step()
+
+        model = Net().cuda()
+        loader_train = create_loader(dataset_train, input_size=224, batch_size=64, use_prefetcher=args.prefetcher)
+        train_one_epoch(model, loader_train, torch.optim.SGD(model.parameters(), lr=0.1))
+    """
+    assert [c for c in codes({"main.py": src}) if c[1] == "PFL203"] == []
+    off = src.replace("use_prefetcher=args.prefetcher", "use_prefetcher=False")
+    assert [c for c in codes({"main.py": off}) if c[1] == "PFL203"] == [(12, "PFL203")]

@@ -269,7 +269,7 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
 def idle_after(model: FileModel, node: cst.CSTNode) -> cst.CSTNode | None:
     """What makes the host wait for the device, with no fix, later in every iteration of the loop around
     `node`: a read the host needs (an evaluation loop's predictions decoded or scored on the host) or a
-    `generate()` call (it reads each token back to test for the end). Each iteration then ends with the
+    `generate()` or `chat()` call (it reads each token back to test for the end). Each iteration then ends with the
     device idle, so the next iteration's copy to the device has no queued work to overlap."""
     frame, order = model.site(node)
     loop = next((f for f in frame.loops() if f.kind == "loop"), None)  # past `{k: v.to(d) for k, v in ...}`
@@ -280,8 +280,8 @@ def idle_after(model: FileModel, node: cst.CSTNode) -> cst.CSTNode | None:
                 and site.frame.every_iteration_of(loop):
             return site.node
     calls = frame.function.calls if frame.function is not None else model.calls
-    for call in calls:
-        if method_name(call) == "generate" and model.sites[call][1] > order:
+    for call in calls:  # `model.chat(...)`, InternVL's and Qwen's wrapper of `generate`; a copy in its arguments too
+        if method_name(call) in ("generate", "chat") and (model.sites[call][1] > order or _inside(model, node, call)):
             where = model.sites[call][0]
             if where.loop is loop and where.every_iteration_of(loop):
                 return call

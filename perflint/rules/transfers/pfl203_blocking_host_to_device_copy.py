@@ -67,6 +67,10 @@ or a timing helper such as `time_sync()`; the host waits for the copy there eith
 A loop whose wait has a fix (a per-step `loss.item()`, a copy to the host only logged) is still reported:
 with that read gone, the copy overlaps the step. A first version that also counted every copy to the host
 not merely collected lost 20 findings judged right for 8 judged wrong, and was narrowed.
+Quiet for batches of timm's `create_loader` with its prefetcher on (its default, or an option on by default,
+also through a parameter every call fills with such a loader): they are on the device already (blind review
+48, FAN). A loop that calls `chat()` (InternVL's wrapper of `generate`) ends on an idle device like one that
+calls `generate()`, also where the copy is an argument of that call.
 A batch masked or fancy-indexed on the host before the copy (dinov3's `samples[index >= 0]`) is quiet: that
 makes a new tensor in pageable memory, so `non_blocking=True` alone would change nothing (blind review 47).
 A batch converted on the host before the copy (`label.long().cuda()`, blind review 19) keeps pinned memory
@@ -83,7 +87,8 @@ since converting after the copy moves more bytes when the conversion narrows (fl
                 continue
             call = move.call
             v = values.value(call.func.value)
-            if v.kind != TENSOR or v.device != ON_HOST or v.loader is None or _remade(values, call.func.value):
+            if v.kind != TENSOR or v.device != ON_HOST or v.loader is None or _remade(values, call.func.value) \
+                    or _prefetched(model, values, v.loader):
                 continue
             step = steps.at(call)
             if not step.hot or model.frame_of(call).compiled or idle_after(model, call) is not None \
@@ -125,6 +130,29 @@ def _tuple_assignment(model: FileModel, call: cst.Call) -> cst.Assign | None:
             inner: a for a in model.nodes(cst.Assign) if type(a.value) is cst.Tuple
             for e in a.value.elements for inner in find_all(e.value, cst.Call)}
     return tuples.get(call)
+
+
+def _prefetched(model: FileModel, values: Values, loader: cst.CSTNode) -> bool:
+    """A loader made by timm's `create_loader` with its prefetcher on (`use_prefetcher` left at its default
+    True, or an option true by default: `args.prefetcher = not args.no_prefetcher`), also through a parameter
+    every call in the file fills with one: it yields batches already copied to the device, with
+    `non_blocking=True` on a side stream, so a `.cuda()` of them copies nothing (FAN's train loop)."""
+    made = [loader]
+    owner = next(((f, p) for f in model.functions if not f.is_lambda
+                  for p in (*f.node.params.params, *f.node.params.kwonly_params) if p.name is loader), None)
+    if owner is not None:  # a parameter (the loader is named where it is given): what the callers pass
+        made = values.arguments(*owner)
+        if not made:
+            return False
+    for node in made:
+        if type(node) is cst.Name:
+            node = values.source(node)
+        if type(node) is not cst.Call or not (model.qualname(node.func) or "").endswith("create_loader"):
+            return False
+        prefetch = keyword(node, "use_prefetcher")
+        if prefetch is not None and values.default_truth(prefetch.value) is not True:
+            return False
+    return True
 
 
 def _remade(values: Values, node: cst.BaseExpression) -> bool:
