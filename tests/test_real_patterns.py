@@ -5258,3 +5258,41 @@ def test_batches_from_timms_prefetching_loader_are_already_on_the_device():
     assert [c for c in codes({"main.py": src}) if c[1] == "PFL203"] == []
     off = src.replace("use_prefetcher=args.prefetcher", "use_prefetcher=False")
     assert [c for c in codes({"main.py": off}) if c[1] == "PFL203"] == [(12, "PFL203")]
+
+
+def test_text_from_a_tokenizer_is_no_tensor_whatever_its_name():
+    # LLaVA's eval: `outputs = tokenizer.batch_decode(output_ids)[0].strip()`, then `if
+    # outputs.endswith(stop_str):` tests a string, though `outputs` is a name tensors often have.
+    src = """
+        import torch
+        model = LlavaLlamaForCausalLM.from_pretrained(path).cuda()
+        for line in questions:
+            input_ids = tokenizer(line["text"], return_tensors="pt").input_ids.cuda()
+            output_ids = model.generate(input_ids, max_new_tokens=128)
+            outputs = tokenizer.batch_decode(output_ids[:, input_ids.shape[1]:], skip_special_tokens=True)[0]
+            outputs = outputs.strip()
+            if outputs.endswith(stop_str):
+                outputs = outputs[:-len(stop_str)]
+            answers.append(outputs)
+    """
+    assert [c for c in codes({"model_vqa.py": src}) if c[1] == "PFL105"] == []
+
+
+def test_a_helper_that_returns_numpy_copies_of_device_tensors_is_a_wait():
+    # DIS's validation calls f1_mae_torch(...), which returns `pre.cpu().data.numpy(), ...`: the host waits
+    # for the device there, so `loss_val.item()` right after it finds the device idle.
+    src = """
+        import torch
+
+        def f1_mae_torch(pred, gt):
+            pre, rec = score(pred, gt)
+            return pre.cpu().data.numpy(), rec.cpu().data.numpy()
+
+        net = Net().cuda()
+        for inputs, labels in valid_loader:
+            pred = net(inputs.cuda(non_blocking=True))
+            loss_val = criterion(pred, labels.cuda(non_blocking=True))
+            pre, rec = f1_mae_torch(pred, labels.cuda(non_blocking=True))
+            total += loss_val.item()
+    """
+    assert [c for c in codes({"valid.py": src}) if c[1] == "PFL101"] == []

@@ -69,7 +69,7 @@ _SETTINGS = re.compile(r"\b(?:" + "|".join(_SETTINGS_CLASSES) + r")\(")
 _SETTING = re.compile(r"""^\s*(\w+)\s*=\s*(True|False|None|-?\d+(?:\.\d*)?(?:[eE]-?\d+)?|'[^'\\\n]*'|"[^"\\\n]*")\s*$""")
 _TOP_DEF = re.compile(r"^def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 _RETURN = re.compile(r"^[ \t]+return\b(.*)$", re.MULTILINE)
-_READ_BACK = re.compile(r"\.(?:item|tolist)\(\)")
+_READ_BACK = re.compile(r"\.(?:item|tolist|numpy)\(\)")
 _TOP_LEVEL_LINE = re.compile(r"^[^\s#)]", re.MULTILINE)
 # Top-level lines of a module that only defines: imports, definitions, decorators, docstrings, assignments,
 # `try:` around an import, closing brackets. Anything else (a call, a loop, an `if`) is code that runs.
@@ -277,7 +277,8 @@ class Scan:
         self.option_reads = _option_reads(text) if run or self.options else set()
         if run and "self." in text:  # `self.neighbor_pooling_type = neighbor_pooling_type`: an option handed in
             self.option_reads |= set(_MIRRORED.findall(text))
-        self.read_backs = _read_backs(text) if ".item()" in text or ".tolist()" in text else frozenset()
+        self.read_backs = _read_backs(text) if ".item()" in text or ".tolist()" in text or ".numpy()" in text \
+            else frozenset()
         self.synchronizers = _synchronizers(text) if "synchronize(" in text else frozenset()
         # Whether importing or running it does anything beyond defining: a script, a `__main__` guard.
         self.runs_code = "__main__" in text or any(
@@ -459,8 +460,9 @@ def _read_options(scan: Scan, program: dict[str, str]) -> tuple[tuple[str, str],
 
 def _read_backs(text: str) -> frozenset[str]:
     """Top-level functions that end by reading a value back to the host: every `return` does (`return
-    correct.item() * 100.0 / n`), or the body does and the returns only compute on what it read (`return
-    n_correct / batch_size`). A call of one waits for the device, like a `.item()` written at the call."""
+    correct.item() * 100.0 / n`, DIS's `return pre.cpu().data.numpy(), ...`), or the body does and the returns
+    only compute on what it read (`return n_correct / batch_size`). A call of one waits for the device, like a
+    `.item()` written at the call."""
     found = set()
     for match, body, _ in _top_level_blocks(text, _TOP_DEF):
         name = match.group(1)

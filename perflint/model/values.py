@@ -81,6 +81,10 @@ NUMBER_VALUE = Value(NUMBER)
 # A method named as a yes-or-no question: on a module or another object (not a tensor, whose `is_nonzero()`
 # reads the device), it answers with a Python bool.
 _PREDICATE = re.compile(r"(?:should|is|has|can)_[a-z]")
+# Methods of text (and a tokenizer's decoding into it) that no tensor has: what they give is on the host, and
+# what they are called on is no tensor.
+_TEXT_METHODS = frozenset({"batch_decode", "startswith", "endswith", "strip", "lstrip", "rstrip", "splitlines",
+                           "lower", "upper", "encode"})
 # A function that gives a model (`accelerator.unwrap_model`, `get_model`), not a model by its name.
 _MODEL_GETTER = re.compile(r"(?:get|build|load|create|make|unwrap|init|setup|prepare|wrap)_\w*model$")
 OTHER_VALUE = Value(OTHER)
@@ -994,6 +998,8 @@ class Values:
             receiver = self.value(func.value)
             if method == "item" and not call.args and receiver.kind in (TENSOR, NDARRAY, NUMBER, None):
                 return NUMBER_VALUE  # a tensor's, an array's or a NumPy scalar's: a Python number every time
+            if method in _TEXT_METHODS:  # `tokenizer.batch_decode(ids)[0].strip()`: text, whatever its name says
+                return NUMBER_VALUE if method in ("startswith", "endswith") else OTHER_VALUE
             if (receiver.kind in (MODULE, OTHER) or receiver.kind is None and receiver.device is None) \
                     and _PREDICATE.match(method):
                 return NUMBER_VALUE  # `loss_module.should_discriminator_be_trained(step)`: a module's own bool
