@@ -5097,6 +5097,9 @@ def test_a_copy_waited_for_by_a_synchronize_on_the_cuda_path_is_not_a_blocking_c
     assert [c for c in codes({"eval.py": src}) if c[1] == "PFL203"] == []
     verbose = src.replace("if torch.cuda.is_available():", "if verbose:")
     assert [c for c in codes({"eval.py": verbose}) if c[1] == "PFL203"] == [(7, "PFL203")]
+    # Its engine copies a list of images in a generator: the synchronize in the loop still waits for them.
+    listed = src.replace('images = images.to("cuda")', 'images = list(img.to("cuda") for img in images)')
+    assert [c for c in codes({"eval.py": listed}) if c[1] == "PFL203"] == []
 
 
 def test_a_size_compared_with_a_batch_element_reads_no_device_tensor():
@@ -5276,6 +5279,15 @@ def test_text_from_a_tokenizer_is_no_tensor_whatever_its_name():
             answers.append(outputs)
     """
     assert [c for c in codes({"model_vqa.py": src}) if c[1] == "PFL105"] == []
+    # An autoencoder's `encode` is no text method: its latents are on the device (Open-Sora's VAE stats).
+    vae = """
+        import torch
+        model = VAE().cuda()
+        for batch in loader:
+            z = model.encode(batch["video"].cuda(non_blocking=True))
+            running_sum += z.mean().item()
+    """
+    assert [c for c in codes({"stats.py": vae}) if c[1] == "PFL101"] == [(6, "PFL101")]
 
 
 def test_a_helper_that_returns_numpy_copies_of_device_tensors_is_a_wait():

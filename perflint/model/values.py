@@ -84,7 +84,7 @@ _PREDICATE = re.compile(r"(?:should|is|has|can)_[a-z]")
 # Methods of text (and a tokenizer's decoding into it) that no tensor has: what they give is on the host, and
 # what they are called on is no tensor.
 _TEXT_METHODS = frozenset({"batch_decode", "startswith", "endswith", "strip", "lstrip", "rstrip", "splitlines",
-                           "lower", "upper", "encode"})
+                           "lower", "upper"})  # (not `encode`: an autoencoder's `model.encode(x)` gives a tensor)
 # A function that gives a model (`accelerator.unwrap_model`, `get_model`), not a model by its name.
 _MODEL_GETTER = re.compile(r"(?:get|build|load|create|make|unwrap|init|setup|prepare|wrap)_\w*model$")
 OTHER_VALUE = Value(OTHER)

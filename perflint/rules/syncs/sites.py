@@ -298,11 +298,12 @@ def synchronized_before_step(model: FileModel, node: cst.CSTNode) -> cst.CSTNode
     backward) is queued: a copy at `node` is waited for there either way (yolov5's `with dt[0]:` around the
     batch's copies, a `synchronize()` before reading a clock), so making it non-blocking overlaps nothing."""
     frame, order = model.site(node)
-    if frame.loop is None:
+    loop = next((f for f in frame.loops() if f.kind == "loop"), None)  # past `[img.to(d) for img in images]`
+    if loop is None:
         return None
     steps = Steps.of(model)
     later = sorted((s for s in sync_sites(model) if s.code == "PFL109" and s.order > order
-                    and s.frame.function is frame.function and s.frame.loop is frame.loop
+                    and s.frame.function is frame.function and s.frame.loop is loop
                     and (s.frame.encloses(frame) or on_cuda_path(s.frame) and s.frame.parent.encloses(frame))),
                    key=lambda s: s.order)  # (`if torch.cuda.is_available(): torch.cuda.synchronize()` runs too)
     if not later:
