@@ -5308,3 +5308,20 @@ def test_a_helper_that_returns_numpy_copies_of_device_tensors_is_a_wait():
             total += loss_val.item()
     """
     assert [c for c in codes({"valid.py": src}) if c[1] == "PFL101"] == []
+
+
+def test_a_loop_variable_rebound_to_a_tokenizers_ids_is_data():
+    # hyena-dna's decoder evaluation: `for seq in seqs:` then `seq = self.tokenizer.encode(seq).ids` (or
+    # `.encode(seq)`), moved as `torch.tensor([seq]).to(device)`: token ids that have to cross anyway.
+    src = """
+        import torch
+        model = Backbone().cuda()
+        for seq in seqs:
+            if fast:
+                seq = tokenizer.encode(seq).ids
+            else:
+                seq = tokenizer.encode(seq)
+            embeddings = model(torch.tensor([seq]).to("cuda"))
+            save(embeddings.cpu())
+    """
+    assert [c for c in codes({"decode.py": src}) if c[1] == "PFL201"] == []

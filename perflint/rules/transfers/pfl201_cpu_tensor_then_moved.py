@@ -262,12 +262,13 @@ def _written_out(values: Values, node: cst.CSTNode) -> bool:
     # tokenizer.convert_tokens_to_ids(tokens)`: a list of ids).
     if type(node) not in (cst.Name, cst.Attribute, cst.Subscript):
         return False
-    kind = values.value(node).kind
-    if kind is None and type(node) is cst.Name:
-        sources = values.sources(node) or ()
-        if sources and all(_made_elsewhere(values, source) for source in sources):
-            return False  # `tokenized = tokenizer.encode(prompt).ids` on each branch: a list of ids
-    return kind not in (OTHER, NDARRAY)
+    if type(node) is cst.Name:  # `seq = tokenizer.encode(seq).ids` on each branch, or the loop's own `seq`: data
+        bindings = values.reaching_bindings(node) or ()
+        if bindings and any(b.how == "assign" for b in bindings) and all(
+                b.how == "for" or b.how == "assign" and not b.path and _made_elsewhere(values, b.value)
+                for b in bindings):
+            return False
+    return values.value(node).kind not in (OTHER, NDARRAY)
 
 
 def _made_elsewhere(values: Values, node: cst.CSTNode) -> bool:
