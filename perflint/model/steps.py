@@ -216,9 +216,9 @@ class Steps:
                 gate = f
             elif f.kind in ("loop", "comprehension") and gate is not None:
                 return gate if self.loop_kind(f).kind == STEP else None
-            elif f.kind == "function" and gate is not None:
-                return gate  # VAR's train_step logs per scale under `if (g_it + 1) % 500 == 0:`; its loop is
-        return None  # in the caller
+            elif f.kind == "function" and gate is not None:  # the step loop is in a caller: VAR's train_step
+                return gate  # logs per scale under `if (g_it + 1) % 500 == 0:`
+        return None
 
     def uncalled_function(self, node: cst.CSTNode) -> str:
         """The qualified name of the outermost function around `node` when this file neither calls it nor

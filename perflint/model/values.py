@@ -61,12 +61,6 @@ class Value:
 
 
 UNKNOWN = Value()
-
-
-def named_only(v: Value) -> bool:
-    """A tensor of unknown place known to be a tensor only by its name (`preds`, `outputs` bound nowhere the
-    model sees): too weak to claim a device wait or copy on."""
-    return v.kind == TENSOR and v.device is None and bool(v.why) and v.why[0][0] == "`{}` (by its name)"
 _NO_DEFAULT = object()  # `default_of`: the code does not say
 # Parameters of `forward` that hold tensors, besides the first (`def forward(self, x, mask=None, size=None)`).
 _TENSOR_INPUTS = {"x", "input", "inputs", "input_ids", "hidden", "hidden_states", "h", "q", "k", "v", "query", "key",
@@ -78,6 +72,9 @@ _PASS_THROUGH = {"tqdm", "log_every", "track", "progress_bar", "prefetch", "cycl
 # Helpers of other packages that take a module and give it back wrapped: `parallelize_module`, `fully_shard`.
 _MODULE_WRAPPING = ("parallel", "shard", "wrap", "fsdp", "ddp", "convert", "prepare", "replicate", "to_device")
 NUMBER_VALUE = Value(NUMBER)
+OTHER_VALUE = Value(OTHER)
+SIZE_VALUE = Value(OTHER, element=NUMBER_VALUE)  # `x.shape`, `x.size()`: indexing or iterating gives numbers
+_MAX_WHY = 4
 # A method named as a yes-or-no question: on a module or another object (not a tensor, whose `is_nonzero()`
 # reads the device), it answers with a Python bool.
 _PREDICATE = re.compile(r"(?:should|is|has|can)_[a-z]")
@@ -87,9 +84,6 @@ _TEXT_METHODS = frozenset({"batch_decode", "startswith", "endswith", "strip", "l
                            "lower", "upper"})  # (not `encode`: an autoencoder's `model.encode(x)` gives a tensor)
 # A function that gives a model (`accelerator.unwrap_model`, `get_model`), not a model by its name.
 _MODEL_GETTER = re.compile(r"(?:get|build|load|create|make|unwrap|init|setup|prepare|wrap)_\w*model$")
-OTHER_VALUE = Value(OTHER)
-SIZE_VALUE = Value(OTHER, element=NUMBER_VALUE)  # `x.shape`, `x.size()`: indexing or iterating gives numbers
-_MAX_WHY = 4
 
 
 def _why(*items) -> tuple:
@@ -134,6 +128,12 @@ def join(values: list[Value]) -> Value:
     return Value(kind, device, pick.why if kind is not None or device is not None else (),
                  pick.items if all(v.items == pick.items for v in values) else None,
                  pick.element, origin, pick.loader, pick.function, pick.cls)
+
+
+def named_only(v: Value) -> bool:
+    """A tensor of unknown place known to be a tensor only by its name (`preds`, `outputs` bound nowhere the
+    model sees): too weak to claim a device wait or copy on."""
+    return v.kind == TENSOR and v.device is None and bool(v.why) and v.why[0][0] == "`{}` (by its name)"
 
 
 _NO_CUT = 1 << 30

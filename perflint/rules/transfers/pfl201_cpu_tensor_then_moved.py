@@ -63,9 +63,9 @@ no copy), of constants, of a size, or with host work before the move (then: move
 device). Several values computed on the host (`torch.Tensor([w, h, w, h])` of an image's size) are quiet:
 they cross however the tensor is built. The advice `torch.as_tensor(data, device=...)`, given before for
 such data, makes the same pageable copy; the blind reviews judged 11 of its 18 findings wrong, and it is
-no longer given. A constructor of a variable's data moved as made (`torch.Tensor(obs).to(device)`) is quiet: that data
-starts on the host and must cross, `torch.Tensor` of a float32 NumPy array even shares its memory (measured:
-no host copy), and `torch.as_tensor(obs, device=device)` makes the same pageable copy; pin the memory and
+no longer given. A constructor of a variable's data moved as made (`torch.Tensor(obs).to(device)`) is quiet:
+that data starts on the host and must cross, `torch.Tensor` of a float32 NumPy array even shares its memory
+(measured: no host copy), and `torch.as_tensor(obs, device=device)` makes the same pageable copy; pin the memory and
 pass `non_blocking=True` instead. Three blind reviews (6, 7 and 9) judged all 9 such findings not worth a
 change. A cast of such data before its move (`torch.tensor(ids).long().to(d)`) is no host work worth moving
 either: of int64 ids it does nothing, and a narrowing cast before the copy halves the bytes that cross
