@@ -5325,3 +5325,20 @@ def test_a_loop_variable_rebound_to_a_tokenizers_ids_is_data():
             save(embeddings.cpu())
     """
     assert [c for c in codes({"decode.py": src}) if c[1] == "PFL201"] == []
+
+
+def test_names_written_out_in_a_display_are_not_constants_to_build_once():
+    # RetinaFace's detect loop: `torch.Tensor([w, h, w, h])` of each image's size changes with the image, so
+    # "make the tensor once" would be wrong advice; the values cross whatever builds the tensor. A table of
+    # numbers written out is made once.
+    src = """
+        import torch
+        model = Net().cuda()
+        for img in images:
+            h, w = img.shape[:2]
+            scale = torch.Tensor([w, h, w, h]).to("cuda")
+            table = torch.tensor([0.5, 0.25, 0.125]).to("cuda")
+            model(img.cuda(), scale, table)
+    """
+    found = [f for f in run({"detect.py": src}) if f.code == "PFL201"]
+    assert [f.line for f in found] == [7] and "constants" in found[0].message

@@ -61,6 +61,17 @@ class Binding:
         self.path = path
         self.frame = frame
 
+    def assigned(self) -> cst.CSTNode | None:
+        """The expression an assignment gives this name, through the tuple it unpacks (`self.gr,
+        self.autobalance = 1.0, autobalance`: `autobalance`); None for other bindings or a starred element."""
+        if self.how != "assign":
+            return None
+        value = self.value
+        for i in self.path:
+            value = value.elements[i].value if type(value) is cst.Tuple and i < len(value.elements) \
+                and type(value.elements[i]) is not cst.StarredElement else None
+        return value
+
 
 class Frame:
     """A region of code with one context: a scope, a loop body, a branch, a gated block, a `no_grad` block.

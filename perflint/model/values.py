@@ -842,11 +842,8 @@ class Values:
                     type(p) in (cst.Integer, cst.Float, cst.SimpleString, cst.Name)
                     and self.default_of(p, depth + 1) == default for p in passed) else _NO_DEFAULT
             return self.default_of(param.default, depth + 1)
-        value = b.value
-        for i in b.path if b.how == "assign" else ():  # `self.gr, self.autobalance = 1.0, autobalance`
-            value = value.elements[i].value if type(value) is cst.Tuple and i < len(value.elements) \
-                and type(value.elements[i]) is not cst.StarredElement else None
-        if b.how == "assign" and value is not None and type(value) not in (cst.List, cst.Set):  # lists grow
+        value = b.assigned()
+        if value is not None and type(value) not in (cst.List, cst.Set):  # lists grow
             return self.default_of(value, depth + 1)
         return _NO_DEFAULT
 

@@ -145,7 +145,7 @@ def _fix(values: Values, factory: str, origin: cst.Call, host_work: bool) -> str
     if data is not None and (_one_value(values, data) or _repeated(values, data)):
         return "`torch.full(size, value, device=...)` makes it there without a copy: a fill kernel takes the " \
                "value as an argument (or use a Python number)"
-    if data is not None and _literal(data):
+    if data is not None and _constants(data):
         return "these values are constants: make the tensor once (before the loop, or a buffer registered in " \
                "`__init__`, which `.to(device)` moves with the model)"
     if host_work:
@@ -288,23 +288,14 @@ def _sized(values: Values, factory: str, call: cst.Call) -> bool:
         len(sizes) > 1 or type(sizes[0]) is cst.Integer or values.value(sizes[0]).kind == NUMBER)
 
 
-def _literal(node: cst.CSTNode, displayed: bool = False) -> bool:
-    """`0.`, `[[word]]`, `(1, 2)`: values written out, which a fill on the device makes without a copy (a
-    name counts inside a display: `[[word_idx]]` is one value)."""
+def _constants(node: cst.CSTNode) -> bool:
+    """`(0.485, 0.456, 0.406)`, `[[1, 0], [0, 1]]`: numbers written out, a table to build once. Names are not
+    constants: `[w, h, w, h]` of an image's size changes with the image."""
     if type(node) in (cst.List, cst.Tuple):
-        return bool(node.elements) and all(type(e) is cst.Element and _literal(e.value, True)
-                                           for e in node.elements)
+        return bool(node.elements) and all(type(e) is cst.Element and _constants(e.value) for e in node.elements)
     if type(node) is cst.UnaryOperation:
-        return _literal(node.expression, displayed)
-    return type(node) in (cst.Integer, cst.Float) or displayed and type(node) is cst.Name
-
-
-def _leaves(node: cst.CSTNode) -> set[str]:
-    """The distinct values a written-out display holds (`[[0.5, 0.5]]`: one; `[0.04, 0.29, 0.30]`: three):
-    one value fills a tensor on the device, several make a table to build once."""
-    if type(node) in (cst.List, cst.Tuple):
-        return {leaf for e in node.elements for leaf in _leaves(e.value)}
-    return {cst.Module([]).code_for_node(node)}
+        return _constants(node.expression)
+    return type(node) in (cst.Integer, cst.Float)
 
 
 def _pinned(factory: cst.Call) -> bool:

@@ -138,8 +138,7 @@ def _prefetched(model: FileModel, values: Values, loader: cst.CSTNode) -> bool:
     every call in the file fills with one: it yields batches already copied to the device, with
     `non_blocking=True` on a side stream, so a `.cuda()` of them copies nothing (FAN's train loop)."""
     made = [loader]
-    owner = next(((f, p) for f in model.functions if not f.is_lambda
-                  for p in (*f.node.params.params, *f.node.params.kwonly_params) if p.name is loader), None)
+    owner = next(((f, p) for f in model.functions for _, p, _ in f.params if p.name is loader), None)
     if owner is not None:  # a parameter (the loader is named where it is given): what the callers pass
         made = values.arguments(*owner)
         if not made:
@@ -163,11 +162,7 @@ def _remade(values: Values, node: cst.BaseExpression) -> bool:
     expr = node
     if type(node) is cst.Name:
         bindings = values.reaching_bindings(node) or []
-        if len(bindings) != 1 or bindings[0].how != "assign":
-            return False
-        expr = bindings[0].value
-        for i in bindings[0].path:
-            expr = expr.elements[i].value if type(expr) is cst.Tuple and i < len(expr.elements) else None
+        expr = bindings[0].assigned() if len(bindings) == 1 else None
     return type(expr) is cst.Subscript and any(
         type(e.slice) is cst.Index and type(e.slice.value) in (cst.Comparison, cst.List) for e in expr.slice)
 
