@@ -5342,3 +5342,13 @@ def test_names_written_out_in_a_display_are_not_constants_to_build_once():
     """
     found = [f for f in run({"detect.py": src}) if f.code == "PFL201"]
     assert [f.line for f in found] == [7] and "constants" in found[0].message
+    # Names set once to numbers are constants too (torchdiffeq's cnf.py rebuilds `[t1, t0]` every iteration).
+    grid = """
+        import torch
+        t0, t1 = 0., 10.
+        model = Net().cuda()
+        for itr in range(100):
+            model(torch.tensor([t1, t0]).type(torch.float32).to("cuda"))
+    """
+    found = [f for f in run({"cnf.py": grid}) if f.code == "PFL201"]
+    assert [f.line for f in found] == [6] and "constants" in found[0].message

@@ -145,7 +145,7 @@ def _fix(values: Values, factory: str, origin: cst.Call, host_work: bool) -> str
     if data is not None and (_one_value(values, data) or _repeated(values, data)):
         return "`torch.full(size, value, device=...)` makes it there without a copy: a fill kernel takes the " \
                "value as an argument (or use a Python number)"
-    if data is not None and _constants(data):
+    if data is not None and _constants(values, data):
         return "these values are constants: make the tensor once (before the loop, or a buffer registered in " \
                "`__init__`, which `.to(device)` moves with the model)"
     if host_work:
@@ -288,13 +288,17 @@ def _sized(values: Values, factory: str, call: cst.Call) -> bool:
         len(sizes) > 1 or type(sizes[0]) is cst.Integer or values.value(sizes[0]).kind == NUMBER)
 
 
-def _constants(node: cst.CSTNode) -> bool:
-    """`(0.485, 0.456, 0.406)`, `[[1, 0], [0, 1]]`: numbers written out, a table to build once. Names are not
-    constants: `[w, h, w, h]` of an image's size changes with the image."""
+def _constants(values: Values, node: cst.CSTNode) -> bool:
+    """`(0.485, 0.456, 0.406)`, `[t1, t0]` with `t0, t1 = 0., 10.` set once: numbers fixed for the run, a table
+    to build once. Not `[w, h, w, h]` of each image's size: those change with the image."""
     if type(node) in (cst.List, cst.Tuple):
-        return bool(node.elements) and all(type(e) is cst.Element and _constants(e.value) for e in node.elements)
+        return bool(node.elements) and all(type(e) is cst.Element and _constants(values, e.value)
+                                           for e in node.elements)
     if type(node) is cst.UnaryOperation:
-        return _constants(node.expression)
+        return _constants(values, node.expression)
+    if type(node) in (cst.Name, cst.Attribute):
+        fixed = values.default_of(node)
+        return type(fixed) in (int, float)
     return type(node) in (cst.Integer, cst.Float)
 
 
