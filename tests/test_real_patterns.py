@@ -4487,6 +4487,35 @@ def test_a_program_whose_trainer_differentiates_twice_gets_no_compile_advice():
     assert (6, "PFL401") in codes({**files, "gan_training/train.py": once}, path="train.py")
 
 
+def test_a_program_built_from_extension_layers_gets_no_compile_advice():
+    # ImageNet21K's TResNet: every norm is InPlaceABN, a compiled extension's fused kernel that Dynamo cannot
+    # trace (likewise spconv, DGL, Deformable DETR's MultiScaleDeformableAttention): the graph breaks per layer
+    models = """
+        import torch.nn as nn
+        from inplace_abn import InPlaceABN
+
+        class TResNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv, self.bn = nn.Conv2d(3, 64, 3), InPlaceABN(64)
+
+            def forward(self, x):
+                return self.bn(self.conv(x))
+    """
+    main = """
+        import torch
+        from src.models import TResNet
+
+        model = TResNet().to('cuda')
+        for x, y in train_loader:
+            model(x.to('cuda', non_blocking=True)).mean().backward()
+    """
+    files = {"src/__init__.py": "", "src/models.py": models, "train.py": main}
+    assert not [c for c in codes(files) if c[1] == "PFL401"]
+    plain = models.replace("from inplace_abn import InPlaceABN", "from torch.nn import BatchNorm2d as InPlaceABN")
+    assert (5, "PFL401") in codes({**files, "src/models.py": plain}, path="train.py")
+
+
 def test_a_copy_from_a_loader_built_elsewhere_does_not_claim_the_loader_is_unpinned():
     # deep_sort's multi_train_utils: `train_one_epoch(model, optimizer, data_loader, ...)`, whose loader the
     # training script builds with pin_memory=True

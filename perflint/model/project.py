@@ -97,6 +97,9 @@ class FileFacts:
     # Its program differentiates twice somewhere (`create_graph=True`: an R1 or WGAN-GP penalty in a trainer
     # file), which torch.compile does not support.
     double_backward: bool = False
+    # Its program builds layers from a compiled extension library (`api.EXTENSION_LAYERS`): compiling its models
+    # would break the graph at each of them.
+    extension_layers: bool = False
     # Its imports that load a file of the run, as "level:module" (`from ..util import box_ops` -> "2:util"):
     # calls through them are the calls out that model/crossfile.py follows.
     local_imports: frozenset[str] = frozenset()
@@ -138,7 +141,7 @@ class FileFacts:
     def key(self) -> str:
         flags = "".join("1" if v else "0" for v in (self.torch, self.test_file, self.device_work, self.compiles,
                                                      self.compiled_by_default, self.default_device, self.custom_to,
-                                                     self.unused, self.double_backward))
+                                                     self.unused, self.double_backward, self.extension_layers))
         options = ",".join(f"{n}={v}" for n, v in self.options)
         runners = ",".join(f"{n}={m}" for n, m in self.runners)
         passed = "-" if self.flags_passed is None else ",".join(sorted(self.flags_passed))
@@ -157,6 +160,7 @@ class FileFacts:
                          options=_read_options(scan, {}), read_backs=scan.read_backs,
                          synchronizers=scan.synchronizers,
                          default_device=scan.default_device, custom_to=scan.custom_to,
+                         extension_layers=scan.extension_layers,
                          runners=tuple(sorted(scan.runners.items())), not_worth_compiling=scan.not_worth_compiling)
 
 
@@ -198,7 +202,7 @@ class Scan:
     __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
                  "runs_code", "dynamic_imports", "lone_defines", "runners", "not_worth_compiling", "flags", "assigned",
-                 "double_backward", "synchronizers")
+                 "double_backward", "synchronizers", "extension_layers")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
         """`run`: the file is one of a run's, so the options it reads are scanned even where it declares none
@@ -236,6 +240,7 @@ class Scan:
         self.default_device = bool(_DEFAULT_DEVICE.search(text))
         self.custom_to = bool(_CUSTOM_TO.search(text))
         self.double_backward = "create_graph=True" in text
+        self.extension_layers = bool(heads & api.EXTENSION_LAYERS)
         # Each compile call and the flag it sits under (None: it always runs).
         self.compile_guards: list[tuple[str | None, bool]] = []
         calls = []  # (row, indent) of each compile call, found by token then checked on its own line
@@ -762,7 +767,7 @@ class Project:
             any_compile = any(s.compile_guards for s in scans)
             programs[root] = (any_compile, any_compile and any(s.compiled_by_default(defaults) for s in scans),
                               device_work, custom_to, any(s.default_device for s in scans),
-                              any(s.double_backward for s in scans))
+                              any(s.double_backward for s in scans), any(s.extension_layers for s in scans))
             options = program_options[root] = {}
             for s in scans:
                 for name, value in s.options.items():
@@ -833,7 +838,8 @@ class Project:
     def facts(self, path: str, tests_as_code: bool = False) -> FileFacts:
         """The facts one file is linted with (`tests_as_code`: a test file is judged as any other)."""
         scan = self.scans[path]
-        compiles, by_default, device_work, custom_to, default_device, double_backward = self._programs[path]
+        compiles, by_default, device_work, custom_to, default_device, double_backward, extension_layers = \
+            self._programs[path]
         local = frozenset(f"{level}:{module}" for level, module, names in scan.imports
                           if self.resolve(path, level, module, names))
         read_backs = self._helpers(path, "read_backs", self._read_back_names)
@@ -856,7 +862,7 @@ class Project:
         return FileFacts(torch=self.is_torch(path), test_file=is_test_path(path) and not tests_as_code,
                          device_work=device_work,
                          compiles=compiles, compiled_by_default=by_default, default_device=default_device,
-                         double_backward=double_backward,
+                         double_backward=double_backward, extension_layers=extension_layers,
                          custom_to=custom_to, local_imports=local, options=_read_options(scan, self._options[path]),
                          read_backs=frozenset(read_backs), synchronizers=frozenset(synchronizers),
                          unused=path in self._unused or set_aside(path),

@@ -11,6 +11,10 @@ TORCH_PACKAGES = frozenset({
     "torch_geometric", "dgl", "diffusers", "peft", "xformers", "flash_attn", "triton", "transformer_engine"})
 # Packages of other frameworks: a file that imports one of these and no torch is not PyTorch code.
 OTHER_FRAMEWORKS = frozenset({"jax", "flax", "mxnet", "tensorflow", "keras", "paddle", "mindspore", "oneflow"})
+# Libraries whose layers are kernels of a compiled extension (InPlaceABN's fused norm, spconv's sparse
+# convolutions, DGL's message passing, Deformable DETR's MultiScaleDeformableAttention): Dynamo cannot trace
+# them, so a model built of them breaks its graph at each such layer and compiling it gains little.
+EXTENSION_LAYERS = frozenset({"inplace_abn", "spconv", "dgl", "MultiScaleDeformableAttention"})
 
 # Factories that take `device=`: without it they allocate and fill on the host.
 FACTORIES = frozenset(f"torch.{n}" for n in (
