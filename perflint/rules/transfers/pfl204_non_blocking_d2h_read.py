@@ -1,6 +1,7 @@
 import libcst as cst
 
 from perflint.model.names import dotted, method_name
+from perflint.model.values import ON_HOST, Values
 from perflint.rules.transfers.moves import device_move
 from perflint.tree import find_all
 
@@ -14,7 +15,10 @@ def non_blocking_to_host(model, node) -> bool:
     if type(node) is not cst.Call:
         return False
     move = device_move(model, node)
-    return move is not None and move.device == "cpu" and move.non_blocking
+    if move is None or move.device != "cpu" or not move.non_blocking:
+        return False
+    # A host tensor's `.to("cpu", non_blocking=True)` copies nothing (CogVideo's `torch.from_numpy(frame)...`).
+    return type(node.func) is not cst.Attribute or Values.of(model).value(node.func.value).device != ON_HOST
 
 
 class NonBlockingD2HRead(Rule):
@@ -54,7 +58,9 @@ a copy in one function read in another is not seen. Any `synchronize()` call, `.
 in between counts as a sync (a blocking read on the same stream waits for the copy too), even when it
 is on another stream: the rule prefers missing a bug to a false alarm. A read is a method call on the
 value, indexing it, or passing it to `print`/`float`/`int`/`str`/numpy; storing it in a list or
-returning it is not a read. On a CPU tensor `non_blocking` does nothing, so the code is only wrong on a GPU.
+returning it is not a read. On a CPU tensor `non_blocking` does nothing, so the code is only wrong on a GPU;
+a tensor the program model knows is on the host (`torch.from_numpy(frame).to("cpu", non_blocking=True)`,
+CogVideo's frame loader) is not reported.
 """
 
     def visit_Call(self, node: cst.Call, model) -> None:
