@@ -329,6 +329,9 @@ def _lone_defines(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+_PROSE = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|#[^\n]*')  # docstrings and comments
+
+
 def _runners(text: str) -> dict[str, str]:
     """Top-level classes named like a loop that runs a model (`DDIMSampler`, `Trainer`) that keep the model
     they are built with (`def __init__(self, model, ...): self.model = model`) and never call it: the
@@ -340,7 +343,7 @@ def _runners(text: str) -> dict[str, str]:
         name = m.group(1)
         if not any(w in name.lower() for w in api.RUNNER_WORDS):
             continue
-        body = _top_level_block(text, m.end())
+        body = _PROSE.sub("", _top_level_block(text, m.end()))  # not the docstring's "wraps a trained model"
         init = _INIT_MODEL.search(body)
         if init is None or len(re.findall(rf"(?<![.\w]){init.group(1)}\b(?!\.\w+\b(?!\s*\())", body)) != 2:
             continue  # the model is used beyond the one assignment that keeps it (and reads of its attributes)
