@@ -3115,7 +3115,7 @@ def test_a_helper_given_host_tensors_returns_a_host_tensor_whatever_its_other_ca
 
 # ---- blind review 29 (accelerate, peft, XLM) and what its mends first broke (RAFT, a2c, lerobot) -------------
 
-def test_each_read_of_a_fresh_reduction_waits_for_it():
+def test_each_read_of_a_fresh_reduction_waits_for_it_and_one_statement_is_one_finding():
     train = """
         import torch
 
@@ -3131,8 +3131,9 @@ def test_each_read_of_a_fresh_reduction_waits_for_it():
             for x, gt in loader:
                 metrics = sequence_loss(model(x.cuda(non_blocking=True)), gt.cuda(non_blocking=True))
     """
-    found = codes({"train.py": train})
-    assert (7, "PFL101") in found and (8, "PFL101") in found  # the second read waits for its own mean
+    found = [f for f in run({"train.py": train}) if f.code == "PFL101"]
+    # the second read waits for its own mean: one fix with the first (read them together), so one finding
+    assert [f.line for f in found] == [7] and "(line 8)" in found[0].evidence[-1]
 
 
 def test_the_first_of_several_reads_is_the_one_reported():
@@ -5381,3 +5382,115 @@ def test_names_written_out_in_a_display_are_not_constants_to_build_once():
     """
     found = [f for f in run({"cnf.py": grid}) if f.code == "PFL201"]
     assert [f.line for f in found] == [6] and "constants" in found[0].message
+
+
+def test_reads_of_one_statement_are_one_finding_at_the_first():
+    # veRL's compute_data_metrics: a dict of twenty metrics, each `torch.mean(x).detach().item()`, is one fix
+    # (read them together), so one finding at its first read names the last
+    src = """
+        import torch
+        model = Net().cuda()
+        for x, y in loader:
+            out = model(x.cuda(non_blocking=True))
+            out.mean().backward()
+            metrics = {
+                "mean": out.mean().item(),
+                "max": out.max().item(),
+                "min": out.min().item(),
+            }
+            log(metrics)
+    """
+    found = [f for f in run({"train.py": src}) if f.code == "PFL101"]
+    assert [f.line for f in found] == [8]
+    assert "reads 2 more values back, the last at `out.min().item()`" in found[0].evidence[-1]
+    assert "(line 10)" in found[0].evidence[-1]
+    apart = src.replace('"max": out.max().item(),\n', "").replace("            }\n", "            }\n            top = out.max().item()\n")
+    assert [f.line for f in run({"train.py": apart}) if f.code == "PFL101"] == [8, 11]
+
+
+def test_a_read_on_the_main_process_pays_for_the_later_reads_of_the_step():
+    # e2-tts: `if accelerator.is_local_main_process:` logs `loss.item()`, then every rank adds `loss.item()` to
+    # the epoch's sum: the main process already waited there, and the others wait for it at the next step
+    src = """
+        import torch
+        model = Net().cuda()
+        epoch_loss, rank = 0., dist.get_rank()
+        for x, y in loader:
+            loss = model(x.cuda(non_blocking=True)).mean()
+            loss.backward()
+            if accelerator.is_local_main_process:
+                logger.info(f"loss = {loss.item():.4f}")
+            epoch_loss += loss.item()
+    """
+    assert [line for line, code in codes({"train.py": src}) if code == "PFL101"] == [9]
+    for test in ("rank == 0", "self.is_main and step > 0", "dist.get_rank() == 0"):
+        assert [line for line, code in codes({"train.py": src.replace("accelerator.is_local_main_process", test)})
+                if code == "PFL101"] == [9], test
+    other = src.replace("accelerator.is_local_main_process", "args.verbose")
+    assert [line for line, code in codes({"train.py": other}) if code == "PFL101"] == [9, 10]
+
+
+def test_a_wait_pays_for_a_later_loop_that_only_reads():
+    # lingua: the step ends with `torch.cuda.synchronize()` for its timer, then the log reads each head's loss
+    # in a loop that queues no device work: every read finds the device idle
+    src = """
+        import torch
+        model = Net().cuda()
+        for x, y in loader:
+            losses = model(x.cuda(non_blocking=True))
+            sum(losses).backward()
+            torch.cuda.synchronize()
+            to_sync = {}
+            for i, l in enumerate(losses):
+                to_sync[f"loss/head_{i}"] = l.item()
+            log(to_sync)
+    """
+    assert not [c for c in codes({"train.py": src}) if c[1] == "PFL101"]
+    scaled = src.replace("l.item()", "l.mean().item()")
+    assert (10, "PFL101") in codes({"train.py": scaled})
+
+
+def test_a_branch_under_a_none_test_helper_follows_the_default():
+    # e2-tts: `if exists(self.duration_predictor):` with `def exists(v): return v is not None` and the
+    # constructor's `duration_predictor=None`: the default run never reads the duration loss
+    src = """
+        import torch
+
+        def exists(v):
+            return v is not None
+
+        class Trainer:
+            def __init__(self, model, duration_predictor=None):
+                self.model, self.duration_predictor = model.cuda(), duration_predictor
+
+            def train(self, loader):
+                for x in loader:
+                    x = x.cuda(non_blocking=True)
+                    if exists(self.duration_predictor):
+                        print(self.duration_predictor(x).item())
+                    self.model(x).mean().backward()
+    """
+    assert not [c for c in codes({"trainer.py": src}) if c[1] == "PFL101"]
+    given = src + "\n        Trainer(Net(), duration_predictor=Predictor()).train(loader)\n"
+    assert (15, "PFL101") in codes({"trainer.py": given})
+
+
+def test_a_log_line_under_rank_zero_runs_every_step_unless_a_timer_gates_it():
+    # `if rank == 0:` is taken by the main process on every step (not `if i == 0:`, once); vicreg's log also
+    # waits for `last_logging` to age by `args.log_freq_time` seconds, and then restarts the clock
+    src = """
+        import time, torch
+        model = Net().cuda()
+        last_logging = time.time()
+        for step, (x, y) in enumerate(loader):
+            loss = model(x.cuda(non_blocking=True)).mean()
+            loss.backward()
+            current_time = time.time()
+            if args.rank == 0:
+                print(loss.item())
+    """
+    assert (10, "PFL101") in codes({"train.py": src})
+    timed = src.replace("if args.rank == 0:", "if args.rank == 0 and current_time - last_logging > 60:")
+    assert (10, "PFL101") in codes({"train.py": timed})  # the clock never restarts: every step once it has aged
+    timed = timed.replace("print(loss.item())", "print(loss.item())\n                last_logging = current_time")
+    assert not [c for c in codes({"train.py": timed}) if c[1] == "PFL101"]

@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import dotted, target_names
+from perflint.model.names import dotted, int_value, target_names
 from perflint.tree import fields, is_node_type
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
@@ -190,8 +190,8 @@ def _gate(test: cst.BaseExpression, counters: set[str] = frozenset()) -> bool:
         if type(node) is cst.Comparison and len(node.comparisons) == 1 \
                 and type(node.comparisons[0].operator) is cst.Equal:
             sides = (node.left, node.comparisons[0].comparator)
-            if any(type(side) is cst.Integer for side in sides):
-                return True
+            if any(type(side) is cst.Integer for side in sides) and not main_process_test(node):
+                return True  # (not `if rank == 0:`, which the main process takes every step)
             if any(type(side) is cst.Name and side.value in counters for side in sides):
                 return True
         if type(node) is cst.Comparison and len(node.comparisons) == 1 \
@@ -206,7 +206,24 @@ def _gate(test: cst.BaseExpression, counters: set[str] = frozenset()) -> bool:
     return False
 
 
-def _one_line_tests(module: cst.Module) -> dict[str, cst.BaseExpression]:
+_MAIN_PROCESS = re.compile(r"(?:^|_)(?:is_)?(?:local_)?(?:main|master)(?:_process)?$|^is_rank_?(?:zero|0)$")
+_RANKS = frozenset({"rank", "local_rank", "global_rank", "get_rank", "process_index", "RANK", "LOCAL_RANK"})
+
+
+def main_process_test(test: cst.BaseExpression) -> bool:
+    """A test the main process passes: `accelerator.is_local_main_process`, `self.is_main`, `rank == 0`,
+    `dist.get_rank() == 0`."""
+    name = dotted(test.func if type(test) is cst.Call and not test.args else test) or ""
+    if _MAIN_PROCESS.search(name.rsplit(".", 1)[-1]):
+        return True
+    if type(test) is cst.Comparison and len(test.comparisons) == 1 \
+            and type(test.comparisons[0].operator) is cst.Equal and int_value(test.comparisons[0].comparator) == 0:
+        left = test.left.func if type(test.left) is cst.Call else test.left
+        return (dotted(left) or "").rsplit(".", 1)[-1] in _RANKS
+    return False
+
+
+def _one_line_tests(module: cst.Module) -> dict[str, tuple[cst.BaseExpression, tuple[str, ...]]]:
     """The top-level functions whose body is one `return` of a test, by name: `def divisible_by(num, den):
     return (num % den) == 0`, so that `if divisible_by(i, k):` reads as the test it returns."""
     found = {}
@@ -217,7 +234,8 @@ def _one_line_tests(module: cst.Module) -> dict[str, cst.BaseExpression]:
                 and type(line.body[0].value) in (cst.SimpleString, cst.ConcatenatedString))]  # a docstring
             if len(lines) == 1 and type(lines[0]) is cst.SimpleStatementLine \
                     and type(lines[0].body[0]) is cst.Return and lines[0].body[0].value is not None:
-                found[statement.name.value] = lines[0].body[0].value
+                found[statement.name.value] = (lines[0].body[0].value, tuple(
+                    p.name.value for p in statement.params.params))
     return found
 
 
@@ -260,8 +278,11 @@ def _periodic(test: cst.BaseExpression) -> bool:
 
 def interval_gate(node: cst.If) -> bool:
     """`if t_env - self.log_stats_t >= interval:` whose body restarts the count (`self.log_stats_t = t_env`):
-    once every `interval` steps, like `step % k == 0`."""
+    once every `interval` steps, like `step % k == 0`; also as the last part of an `and` (vicreg's `if
+    args.rank == 0 and current_time - last_logging > args.log_freq_time:`)."""
     test = node.test
+    while type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        test = test.right
     if type(test) is not cst.Comparison or len(test.comparisons) != 1 \
             or type(test.comparisons[0].operator) not in (cst.GreaterThanEqual, cst.GreaterThan) \
             or type(test.left) is not cst.BinaryOperation or type(test.left.operator) is not cst.Subtract:
@@ -516,6 +537,13 @@ class FileModel:
                 if name:
                     names.add(name)
         return names
+
+    def one_line_tests(self) -> dict[str, tuple[cst.BaseExpression, tuple[str, ...]]]:
+        """The file's top-level functions whose body returns one test, by name: (the test, the parameters)."""
+        tests = self._memo.get("one-line-tests")
+        if tests is None:
+            tests = self._memo["one-line-tests"] = _one_line_tests(self.module)
+        return tests
 
     def assigned_in(self, node: cst.CSTNode) -> set[str]:
         """Dotted names (re)bound anywhere inside a subtree (a loop, with its target), in-place methods
@@ -906,10 +934,7 @@ class Walker:
             if bound and loop.encloses(bound[-1].frame):
                 test = bound[-1].value
         if type(test) is cst.Call and type(test.func) is cst.Name:  # `if divisible_by(i, validate_every):`
-            tests = model._memo.get("one-line-tests")
-            if tests is None:
-                tests = model._memo["one-line-tests"] = _one_line_tests(model.module)
-            test = tests.get(test.func.value, test)
+            test = model.one_line_tests().get(test.func.value, (test,))[0]
         gated = loop is not None and _gate(test, counters) or _periodic(test) \
             and not (type(test) is cst.UnaryOperation and type(test.operator) is cst.Not) or interval_gate(node)
         kind = "gate" if gated else "once" if _caches(node) else "branch"

@@ -705,6 +705,13 @@ class Values:
             except TypeError:
                 return None
             return None
+        if type(test) is cst.Call and type(test.func) is cst.Name and len(test.args) == 1 and not test.args[0].star \
+                and test.args[0].keyword is None:  # `if exists(self.duration_predictor):`, `def exists(v): return
+            inline = self.model.one_line_tests().get(test.func.value)  # v is not None`, with its argument for `v`
+            if inline is not None and len(inline[1]) == 1 and type(inline[0]) is cst.Comparison \
+                    and len(inline[0].comparisons) == 1 and dotted(inline[0].left) == inline[1][0] \
+                    and dotted(inline[0].comparisons[0].comparator) == "None":
+                return self.default_truth(inline[0].with_changes(left=test.args[0].value), depth + 1)
         value = self.default_of(test, depth)
         return None if value is _NO_DEFAULT else bool(value)
 

@@ -13,13 +13,13 @@ sync (`.item()`, a condition, a print, ...). A sync is reported when a seasoned 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
 from perflint.model import torchapi as api
 from perflint.model.names import dotted, is_true, keyword, method_name, positional, target_names, truth_tested
-from perflint.model.program import FileModel, Frame
+from perflint.model.program import FileModel, Frame, main_process_test
 from perflint.model.steps import Step, Steps, generates, on_cuda_path
 from perflint.model.values import MODULE, ON_DEVICE, ON_HOST, TENSOR, Value, Values
 from perflint.rule import Rule
@@ -71,6 +71,7 @@ class SyncSite:
     maybe: bool = False  # a read of a value of unknown place: it waits if that value is on the device
     no_fix: bool = False  # a wait the host needs at this line (by design, or host-only code takes the value)
     at_exit: bool = False  # leaving a `with` block (`node`) whose context manager synchronizes: after its body
+    also: list = field(default_factory=list)  # later reads reported with this one: they share its statement
 
 
 class SyncRule(Rule):
@@ -255,14 +256,26 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
                     "the one that waits", None))
             continue
         site.evidence = _evidence(model, site)
-    # One report per node and rule (several tensors in one print, one torch.tensor([...]) list).
-    seen = set()
-    for site in sites:
+    # One report per node and rule (several tensors in one print, one torch.tensor([...]) list), and one per
+    # statement: a dict of twenty metrics each read with `.item()` (veRL's compute_data_metrics) is one fix,
+    # reading them together, so its first read carries the others' lines.
+    seen, statements = set(), {}
+    for site in sorted((s for s in sites if s.reported), key=lambda s: s.order):
+        key = (id(site.node), site.code)
+        if key in seen:
+            site.reported = False
+        seen.add(key)
         if site.reported:
-            key = (id(site.node), site.code)
-            if key in seen:
+            first = statements.setdefault(model.statement_path(site.node), site)
+            if first is not site:
                 site.reported = False
-            seen.add(key)
+                first.also.append(site.node)
+    for first in statements.values():
+        if first.also:
+            more = len(first.also)
+            first.evidence = (*first.evidence, (
+                f"this statement reads {more} more value{'s' * (more > 1)} back, the last at `{{}}`: read them "
+                "together (`torch.stack([...]).tolist()`) or keep them on the device", first.also[-1]))
     return sites
 
 
@@ -484,13 +497,15 @@ def _paid_by(model: FileModel, values: Values, site: SyncSite, earlier: list[Syn
         loop = loop.parent.loop
     for prev in reversed(earlier):
         if prev.frame.function is not site.frame.function \
-                or prev.frame.loop is not site.frame.loop and prev.frame.loop is not loop:
+                or prev.frame.loop is not site.frame.loop and prev.frame.loop is not loop \
+                and not _reads_only(model, values, prev.frame.loop, loop):
             continue
         if prev.order >= site.order:
             continue
         runs = prev.frame  # a `with torch.no_grad():` body always runs: a wait in it pays for what follows it
-        while runs.kind == "block" and not runs.encloses(site.frame):
-            runs = runs.parent
+        while (runs.kind == "block" or runs.kind == "branch" and _on_the_main_process(runs.condition)) \
+                and not runs.encloses(site.frame):
+            runs = runs.parent  # the main process's log line waits, and the other ranks wait for it in the step
         if not runs.encloses(site.frame) and not (
                 prev.code == "PFL109" and prev.frame.kind == "branch" and prev.frame.parent.encloses(site.frame)):
             continue
@@ -499,6 +514,34 @@ def _paid_by(model: FileModel, values: Values, site: SyncSite, earlier: list[Syn
         if not _device_work_between(model, values, site, prev):
             return prev
     return None
+
+
+def _on_the_main_process(condition: tuple | None) -> bool:
+    """A branch the main process takes (`if accelerator.is_local_main_process:`, `if rank == 0:`, `if
+    self.is_main and ...`): the process that logs reads there, and the other ranks wait for it at the step's
+    collectives, so what it reads pays for the later reads of the step (e2-tts logs `loss.item()` under it,
+    then adds `loss.item()` to the epoch's sum)."""
+    if condition is None or not condition[1]:
+        return False
+    test = condition[0]
+    while type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        if main_process_test(test.left):
+            return True
+        test = test.right
+    return main_process_test(test)
+
+
+def _reads_only(model: FileModel, values: Values, outer: Frame | None, loop: Frame | None) -> bool:
+    """Whether the loops from `loop` out to `outer` (exclusive) queue no device work: each of their iterations
+    reads a value already computed, so a wait before them pays for every read in them (lingua logs
+    `for i, l in enumerate(losses): to_sync[...] = l.item()` after the step's `torch.cuda.synchronize()`)."""
+    inner = []
+    while loop is not None and loop is not outer:
+        inner.append(loop)
+        loop = loop.parent.loop if loop.parent is not None else None
+    if loop is not outer or not inner:
+        return False
+    return not any(_queues_device_work(model, values, call) for call in find_all(inner[-1].node, cst.Call))
 
 
 def _paid_by_callers(model: FileModel, values: Values, site: SyncSite, waits: list[SyncSite]) -> SyncSite | None:
