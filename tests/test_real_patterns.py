@@ -19,7 +19,8 @@ from perflint.rule import all_rules
 # The default rules and PFL301, off by default since blind review 22: most patterns here are about the
 # program model (values, the per-step path), and its chains show that model most often.
 # The default rules, and rules off by default for precision whose behaviour these tests pin (`--select`).
-LINTER = Linter(r for r in all_rules().values() if r.default or r.code in ("PFL103", "PFL104", "PFL109", "PFL301"))
+LINTER = Linter(r for r in all_rules().values() if r.default or r.code in (
+    "PFL103", "PFL104", "PFL105", "PFL109", "PFL206", "PFL301"))
 ALL = Linter(all_rules().values())  # for the rules off by default, which `--select` still runs
 
 
