@@ -541,7 +541,12 @@ def _reads_only(model: FileModel, values: Values, outer: Frame | None, loop: Fra
         loop = loop.parent.loop if loop.parent is not None else None
     if loop is not outer or not inner:
         return False
-    return not any(_queues_device_work(model, values, call) for call in find_all(inner[-1].node, cst.Call))
+    body = inner[-1].node  # only reads, host builtins and containers: an unknown call (TRPO's `f(True)`) or
+    for call in find_all(body, cst.Call):  # arithmetic on a tensor (`x + stepfrac * fullstep`) may queue work
+        name = method_name(call) or (call.func.value if type(call.func) is cst.Name else None)
+        if name not in _NO_KERNEL and name not in _SINKS and name not in _BUILTINS and name not in _CONTAINER_METHODS:
+            return False
+    return not any(values.value(op.left).kind in (TENSOR, None) for op in find_all(body, cst.BinaryOperation))
 
 
 def _paid_by_callers(model: FileModel, values: Values, site: SyncSite, waits: list[SyncSite]) -> SyncSite | None:
