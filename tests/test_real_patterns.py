@@ -5495,3 +5495,26 @@ def test_a_log_line_under_rank_zero_runs_every_step_unless_a_timer_gates_it():
     assert (10, "PFL101") in codes({"train.py": timed})  # the clock never restarts: every step once it has aged
     timed = timed.replace("print(loss.item())", "print(loss.item())\n                last_logging = current_time")
     assert not [c for c in codes({"train.py": timed}) if c[1] == "PFL101"]
+
+
+def test_a_module_only_the_evaluations_of_a_training_file_run_gets_no_compile_advice():
+    # gsplat's trainer scores its renders with LPIPS over the validation set; AnimateDiff draws a sample grid
+    # every validation_steps: a few passes that do not repay compiling those modules, unlike the trained net
+    src = """
+        import torch
+        net = Net().cuda()
+        scorer = Scorer().cuda()
+        opt = torch.optim.Adam(net.parameters())
+        for step, (x, y) in enumerate(train_loader):
+            loss = (net(x.cuda(non_blocking=True)) - y.cuda(non_blocking=True)).abs().mean()
+            loss.backward()
+            opt.step()
+            if step % 1000 == 0:
+                for xv, yv in val_loader:
+                    score = scorer(net(xv.cuda(non_blocking=True)), yv.cuda(non_blocking=True))
+        for xv, yv in val_loader:
+            score = scorer(net(xv.cuda(non_blocking=True)), yv.cuda(non_blocking=True))
+    """
+    assert [c for c in codes({"train.py": src}) if c[1] == "PFL401"] == [(3, "PFL401")]
+    scored = src.replace("loss.backward()", "(loss + scorer(net(x.cuda()), y.cuda()).mean()).backward()")
+    assert [c for c in codes({"train.py": scored}) if c[1] == "PFL401"] == [(3, "PFL401"), (4, "PFL401")]

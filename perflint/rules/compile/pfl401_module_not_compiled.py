@@ -99,8 +99,10 @@ as sgan's `Encoder` and `Decoder`: compile leaves each RNN one opaque call, and 
 judged every such finding wrong), for models run a few fixed times (`for _ in range(3)`), for models that
 stay on the CPU (a tutorial's toy; compile pays off on accelerators first), in interactive apps (a file
 that imports gradio or streamlit: the model runs per user request, at the shapes the user picks), in
-loops that show each result on screen (`cv2.imshow`: a video demo, paced by capture and display), and
-in test files.
+loops that show each result on screen (`cv2.imshow`: a video demo, paced by capture and display), for
+modules of a file that trains which only its evaluations run (a loop over the validation set with no
+training step in it, or a block behind an every-k gate: gsplat's SSIM and LPIPS metrics, AnimateDiff's
+sample grid; blind review 50 judged all three findings wrong), and in test files.
 Compiling costs seconds to minutes up front and some models graph-break: the finding is advice (severity
 info), not an error.
 Quiet in a file that imports Opacus (differentially private training: its per-sample gradient hooks do
@@ -130,12 +132,16 @@ warm): the eager backend does not fuse, so it would prove nothing.
                 compiled.add(values.value(call.func.value).origin)
         runs: dict[cst.CSTNode, tuple[cst.Call, Step]] = {}
         methods: dict[cst.CSTNode, str] = {}  # models whose every-step run is a method other than `forward`
+        evaluated: dict[cst.CSTNode, bool] = {}  # models run directly: whether only by loops that evaluate
         for call in model.calls:
             origin, method = self._module_run(model, values, call)
-            if origin is None or origin in runs or _loss_named(call.func):
+            if origin is None or _loss_named(call.func):
                 continue  # `criterion(logits, y)` of `optimizer, scheduler, criterion = get_optim_scheduler(...)`
             step = steps.at(call)
-            if step.hot:
+            if not step.hot:
+                continue
+            evaluated[origin] = evaluated.get(origin, True) and _in_an_evaluation(model, steps, call)
+            if origin not in runs:
                 runs[origin] = (call, step)
                 if method is not None:
                     methods[origin] = method  # `vae.encode(x)`
@@ -166,6 +172,8 @@ warm): the eager backend does not fuse, so it would prove nothing.
         for origin, (call, step) in runs.items():
             if learns is None and origin not in learned:
                 continue  # a file that only runs models forward, over a test set or a few inputs (see known_problems)
+            if learns is not None and evaluated.get(origin) and origin not in learned:
+                continue  # run only by the evaluations of a file that trains (gsplat's LPIPS metric, a pipeline)
             if origin in compiled or not self._on_device(model, values, call):
                 continue  # a model that stays on the CPU (a toy, a tutorial): compiling it is not the point
             name = _bound_name(model, origin) or "model"
@@ -219,6 +227,26 @@ warm): the eager backend does not fuse, so it would prove nothing.
                 or _inside_a_module(model, values, v.origin):
             return None, None
         return v.origin, method
+
+
+def _in_an_evaluation(model: FileModel, steps: Steps, call: cst.Call) -> bool:
+    """Whether a run of a model sits in loops of its function none of which takes a training step (the
+    validation pass of a file that trains: gsplat's `for data in valloader: ... self.lpips(colors, pixels)`),
+    or behind an every-k gate (AnimateDiff's sample grid every `validation_steps`): the few passes it runs do
+    not repay compiling it. A run outside any loop of its function (a helper or `forward` called per step) is
+    not one."""
+    frame = model.frame_of(call)
+    function, looped = frame.function, False
+    for f in frame.chain():
+        if f.function is not function or f.kind == "function":
+            break
+        if f.kind == "gate":
+            return True  # `if global_step % validation_steps == 0:` inside the training loop
+        if f.kind in ("loop", "comprehension"):
+            if any(steps.trains(c) for c in steps.calls_in(f)):
+                return False
+            looped = True
+    return looped
 
 
 def _learned_or_sampled(call: cst.Call) -> bool:
