@@ -5518,3 +5518,28 @@ def test_a_module_only_the_evaluations_of_a_training_file_run_gets_no_compile_ad
     assert [c for c in codes({"train.py": src}) if c[1] == "PFL401"] == [(3, "PFL401")]
     scored = src.replace("loss.backward()", "(loss + scorer(net(x.cuda()), y.cuda()).mean()).backward()")
     assert [c for c in codes({"train.py": scored}) if c[1] == "PFL401"] == [(3, "PFL401"), (4, "PFL401")]
+
+
+def test_a_parameter_given_by_name_keeps_its_value_beside_star_arguments():
+    # AnimateDiff: `main(name=name, use_wandb=args.wandb, **config)` with `--wandb` off by default: the config
+    # cannot give `use_wandb` too (Python refuses a second value), so the wandb log under it never runs
+    src = """
+        import argparse, torch
+
+        def main(name, use_wandb: bool, lr=1e-3):
+            model = Net().cuda()
+            for x in loader:
+                loss = model(x.cuda(non_blocking=True)).mean()
+                loss.backward()
+                if use_wandb:
+                    wandb.log({"loss": loss.item()})
+
+        if __name__ == "__main__":
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--wandb", action="store_true")
+            args = parser.parse_args()
+            main(name="run", use_wandb=args.wandb, **load(args.config))
+    """
+    assert not [c for c in codes({"train.py": src}) if c[1] == "PFL101"]
+    configured = src.replace("use_wandb=args.wandb, ", "")
+    assert (10, "PFL101") in codes({"train.py": configured})

@@ -896,9 +896,10 @@ class Values:
         index = names.index(name) if name in names else None
         found = []
         for call in calls:
-            if any(a.star for a in call.args):
-                return _NO_DEFAULT
-            arg = keyword(call, name) or (positional(call, index) if index is not None else None)
+            arg = keyword(call, name)  # given by name, no `*args` or `**config` can give it too
+            if arg is None and any(a.star for a in call.args):  # (AnimateDiff's `main(use_wandb=args.wandb,
+                return _NO_DEFAULT  # **config)`)
+            arg = arg or (positional(call, index) if index is not None else None)
             given = arg.value if arg is not None else param.default
             value = self.default_of(given, depth + 1) if given is not None else _NO_DEFAULT
             if value is _NO_DEFAULT or found and found[0] != value:
