@@ -5518,6 +5518,9 @@ def test_a_module_only_the_evaluations_of_a_training_file_run_gets_no_compile_ad
     assert [c for c in codes({"train.py": src}) if c[1] == "PFL401"] == [(3, "PFL401")]
     scored = src.replace("loss.backward()", "(loss + scorer(net(x.cuda()), y.cuda()).mean()).backward()")
     assert [c for c in codes({"train.py": scored}) if c[1] == "PFL401"] == [(3, "PFL401"), (4, "PFL401")]
+    # handed on (pycls' `construct_optimizer(model)`, `train_epoch(*params)`): trained where this file cannot see
+    handed = src.replace("opt = torch.optim.Adam(net.parameters())", "opt = build_optimizer(net, scorer)")
+    assert [c for c in codes({"train.py": handed}) if c[1] == "PFL401"] == [(3, "PFL401"), (4, "PFL401")]
 
 
 def test_a_parameter_given_by_name_keeps_its_value_beside_star_arguments():

@@ -172,7 +172,8 @@ warm): the eager backend does not fuse, so it would prove nothing.
         for origin, (call, step) in runs.items():
             if learns is None and origin not in learned:
                 continue  # a file that only runs models forward, over a test set or a few inputs (see known_problems)
-            if learns is not None and evaluated.get(origin) and origin not in learned:
+            if learns is not None and evaluated.get(origin) and origin not in learned \
+                    and origin not in _handed_on(model, values):
                 continue  # run only by the evaluations of a file that trains (gsplat's LPIPS metric, a pipeline)
             if origin in compiled or not self._on_device(model, values, call):
                 continue  # a model that stays on the CPU (a toy, a tutorial): compiling it is not the point
@@ -240,13 +241,33 @@ def _in_an_evaluation(model: FileModel, steps: Steps, call: cst.Call) -> bool:
     for f in frame.chain():
         if f.function is not function or f.kind == "function":
             break
-        if f.kind == "gate":
+        if f.kind == "gate" and not steps.gate_does_step_work(f):
             return True  # `if global_step % validation_steps == 0:` inside the training loop
         if f.kind in ("loop", "comprehension"):
             if any(steps.trains(c) for c in steps.calls_in(f)):
                 return False
             looped = True
     return looped
+
+
+def _handed_on(model: FileModel, values: Values) -> set:
+    """The models this file hands to any call, or whose parameters it takes (`train_epoch(*params)`,
+    `construct_optimizer(model)`, `model.parameters()`): what else runs or trains them is not all in view, so
+    only a model the file just calls is known to be run by its evaluations alone."""
+    found = model._memo.get("handed-on")
+    if found is None:
+        found = model._memo["handed-on"] = set()
+        for call in model.calls:
+            nodes = [a.value for a in call.args]
+            if type(call.func) is cst.Attribute and method_name(call) in ("parameters", "named_parameters",
+                                                                          "state_dict"):
+                nodes.append(call.func.value)
+            for node in nodes:  # the values handed (not a call in an argument: `append(self.ssim(a, b))`)
+                for item in [e.value for e in node.elements] if type(node) in (cst.Tuple, cst.List) else [node]:
+                    v = values.value(item)
+                    if v.kind == MODULE and v.origin is not None:
+                        found.add(v.origin)
+    return found
 
 
 def _learned_or_sampled(call: cst.Call) -> bool:
