@@ -181,6 +181,28 @@ if __name__ == "__main__":
     assert (8, "PFL203") in found
 
 
+def test_a_buffer_whose_name_is_no_identifier_is_read_not_a_crash():
+    """FastVideo's LTX-2 VAE registers `self.register_buffer("std-of-means", ...)` and reads it back with
+    `get_buffer`: the program model made `self.std-of-means` of it, which libcst refuses (CSTValidationError),
+    and the file was left unanalysed. Such a buffer is simply not an attribute."""
+    from perflint.engine import Linter
+
+    src = """
+import torch
+
+class Vae(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("std-of-means", torch.ones(n))
+        self.register_buffer("scale", torch.ones(n))
+
+    def forward(self, x):
+        return x * self.get_buffer("std-of-means") * self.scale
+"""
+    linter = Linter(all_rules().values())
+    assert isinstance(linter.lint_source(src, "vae.py"), list)
+
+
 def test_a_fifo_in_a_folder_is_skipped_with_a_notice_not_read(tmp_path):
     (tmp_path / "a.py").write_text(SYNC_LOOP)
     os.mkfifo(tmp_path / "x.py")

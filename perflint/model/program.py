@@ -1043,7 +1043,8 @@ class Walker:
                 and call.func.attr.value in ("register_buffer", "register_parameter") \
                 and dotted(call.func.value) == "self" and len(call.args) >= 2 \
                 and type(call.args[0].value) is cst.SimpleString \
-                and isinstance(call.args[0].value.evaluated_value, str):
+                and isinstance(call.args[0].value.evaluated_value, str) \
+                and call.args[0].value.evaluated_value.isidentifier():  # not `"std-of-means"` (get_buffer only)
             attr = cst.Attribute(cst.Name("self"), cst.Name(call.args[0].value.evaluated_value))
             self.bind(attr, "buffer", call.args[1].value)
 
