@@ -251,9 +251,9 @@ def _in_an_evaluation(model: FileModel, steps: Steps, call: cst.Call) -> bool:
 
 
 def _handed_on(model: FileModel, values: Values) -> set:
-    """The models this file hands to any call, or whose parameters it takes (`train_epoch(*params)`,
-    `construct_optimizer(model)`, `model.parameters()`): what else runs or trains them is not all in view, so
-    only a model the file just calls is known to be run by its evaluations alone."""
+    """The models this file hands to any call, alone or in a tuple or list, or whose parameters it takes
+    (pycls' `construct_optimizer(model)`, `model.parameters()`): what else runs or trains them is not all in
+    view, so only a model the file just calls is known to be run by its evaluations alone."""
     found = model._memo.get("handed-on")
     if found is None:
         found = model._memo["handed-on"] = set()
