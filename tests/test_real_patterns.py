@@ -5546,3 +5546,28 @@ def test_a_parameter_given_by_name_keeps_its_value_beside_star_arguments():
     assert not [c for c in codes({"train.py": src}) if c[1] == "PFL101"]
     configured = src.replace("use_wandb=args.wandb, ", "")
     assert (10, "PFL101") in codes({"train.py": configured})
+
+
+def test_a_trainers_step_counter_buffer_stays_on_the_host():
+    # meshgpt's MeshAutoencoderTrainer(nn.Module) keeps `register_buffer('step', torch.tensor(0))`: the trainer
+    # holds the models it moves, and is itself never moved, so logging `self.step.item()` reads host memory
+    src = """
+        import torch
+        from torch import nn
+
+        class MeshTrainer(nn.Module):
+            def __init__(self, model, loader):
+                super().__init__()
+                self.model, self.loader = model.cuda(), loader
+                self.register_buffer('step', torch.tensor(0))
+
+            def train(self):
+                for x in self.loader:
+                    loss = self.model(x.cuda(non_blocking=True)).mean()
+                    loss.backward()
+                    self.step.add_(1)
+                    log(step=self.step.item())
+    """
+    assert not [c for c in codes({"trainer.py": src}) if c[1] == "PFL101"]
+    model = src.replace("class MeshTrainer(nn.Module)", "class MeshModel(nn.Module)")
+    assert (16, "PFL101") in codes({"trainer.py": model})

@@ -376,6 +376,9 @@ class Values:
                 return before  # `t += x` works in place: t stays where it is (and what it is)
             return _arith(node, [before, right], keep_origin=True)
         if how == "buffer":  # `self.register_buffer(name, t)`: it moves with the module
+            cls = _class_of(b.frame)
+            if cls is not None and "trainer" in cls.name.lower():
+                return self.value(b.value)  # a trainer's own step counter: the trainer holds models, not moved
             return _follows_module(self.value(b.value))
         if how == "param":
             return self.param(b.value, b.target)
