@@ -122,6 +122,13 @@ def int_value(node: cst.CSTNode) -> int | None:
     return None
 
 
+def conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`a and b and c` -> [a, b, c]: each must hold for the block to run."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return conjuncts(test.left) + conjuncts(test.right)
+    return [test]
+
+
 def one_line(node: cst.CSTNode) -> bool:
     """Whether a node is written on one line. Fixes rebuild a node outside its block, which would lose the
     indentation of a multi-line argument list: such findings get no fix."""

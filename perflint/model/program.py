@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import dotted, int_value, target_names
+from perflint.model.names import conjuncts, dotted, int_value, target_names
 from perflint.tree import fields, is_node_type
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
@@ -280,9 +280,7 @@ def interval_gate(node: cst.If) -> bool:
     """`if t_env - self.log_stats_t >= interval:` whose body restarts the count (`self.log_stats_t = t_env`):
     once every `interval` steps, like `step % k == 0`; also as the last part of an `and` (vicreg's `if
     args.rank == 0 and current_time - last_logging > args.log_freq_time:`)."""
-    test = node.test
-    while type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
-        test = test.right
+    test = conjuncts(node.test)[-1]
     if type(test) is not cst.Comparison or len(test.comparisons) != 1 \
             or type(test.comparisons[0].operator) not in (cst.GreaterThanEqual, cst.GreaterThan) \
             or type(test.left) is not cst.BinaryOperation or type(test.left.operator) is not cst.Subtract:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import built_by, dotted, int_value, method_name, target_names
+from perflint.model.names import built_by, conjuncts, dotted, int_value, method_name, target_names
 from perflint.model.program import ClassInfo, FileModel, Frame, FunctionInfo, interval_gate
 from perflint.model.project import set_aside
 from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, Values, option_holder
@@ -361,7 +361,7 @@ class Steps:
         found = self.once_per_loop.get(branch)
         if found is None:
             found = self.once_per_loop[branch] = branch.condition is not None and branch.condition[1] \
-                and any(self._counter_test(test) for test in _conjuncts(branch.condition[0]))
+                and any(self._counter_test(test) for test in conjuncts(branch.condition[0]))
         return found
 
     def _counter_test(self, test: cst.BaseExpression) -> bool:
@@ -928,13 +928,6 @@ def _plots(model: FileModel, call: cst.Call) -> bool:
     name = dotted(call.func) or ""
     head = name.split(".", 1)[0]
     return head in ("plt", "ax", "axes", "fig", "axs") or name.endswith(("imshow", "savefig", "show_images"))
-
-
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """`a and b and c` -> [a, b, c]: each must hold for the block to run."""
-    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
-        return _conjuncts(test.left) + _conjuncts(test.right)
-    return [test]
 
 
 _BATCHES = re.compile(r"iter|batch|data|load|set|dl|stream|queue")

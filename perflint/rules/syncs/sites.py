@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import dotted, is_true, keyword, method_name, positional, target_names, truth_tested
+from perflint.model.names import (conjuncts, dotted, is_true, keyword, method_name, positional, target_names,
+                                  truth_tested)
 from perflint.model.program import FileModel, Frame, main_process_test
 from perflint.model.steps import Step, Steps, generates, on_cuda_path
 from perflint.model.values import MODULE, ON_DEVICE, ON_HOST, TENSOR, Value, Values
@@ -521,20 +522,20 @@ def _on_the_main_process(condition: tuple | None) -> bool:
     self.is_main and ...`): the process that logs reads there, and the other ranks wait for it at the step's
     collectives, so what it reads pays for the later reads of the step (e2-tts logs `loss.item()` under it,
     then adds `loss.item()` to the epoch's sum)."""
-    if condition is None or not condition[1]:
-        return False
-    test = condition[0]
-    while type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
-        if main_process_test(test.left):
-            return True
-        test = test.right
-    return main_process_test(test)
+    return condition is not None and condition[1] and any(main_process_test(t) for t in conjuncts(condition[0]))
 
 
 def _reads_only(model: FileModel, values: Values, outer: Frame | None, loop: Frame | None) -> bool:
     """Whether the loops from `loop` out to `outer` (exclusive) queue no device work: each of their iterations
     reads a value already computed, so a wait before them pays for every read in them (lingua logs
     `for i, l in enumerate(losses): to_sync[...] = l.item()` after the step's `torch.cuda.synchronize()`)."""
+    key = ("reads-only", outer, loop)  # asked once per earlier wait: answer once
+    if key not in model._memo:
+        model._memo[key] = _only_reads(values, outer, loop)
+    return model._memo[key]
+
+
+def _only_reads(values: Values, outer: Frame | None, loop: Frame | None) -> bool:
     inner = []
     while loop is not None and loop is not outer:
         inner.append(loop)
