@@ -47,7 +47,9 @@ calls it, such as YOLOv6's `time_sync()`, and a context manager whose class does
 a wait right before each call of the helper in this file). Quiet where the host needs the value to go on (a stop signal
 all ranks just agreed on, the stop test of a generation loop, a validation loss kept when it beats the best
 so far (early stopping), a token a generator streams, the counts and
-labels a detection script writes for each image, the boxes NMS keeps), inside an `if step % k == 0:`
+labels a detection script writes for each image, the boxes NMS keeps, a read that a timestamp follows at
+once: `loss_item = loss.item()` then `t1 = time.perf_counter()`, the wait that makes a benchmark's timing
+right, as PFL901 asks), inside an `if step % k == 0:`
 block beside the loop's own training (read every k steps already), in interactive apps (a file that
 imports gradio or streamlit runs once per user request), and in test files and compiled code (PFL402
 covers graph breaks).
@@ -644,6 +646,8 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
         return True
     if site.code in ("PFL101", "PFL104") and _best_so_far(model, site, taker):
         return True  # `if loss_val < best: best = loss_val; save(...)`: early stopping decides on it each step
+    if _clock_read_next(model, site):
+        return True  # the wait that makes the time read right after it mean something (what PFL701 asks for)
     if frame.function is not None and frame.function.yields and frame.loop is not None \
             and site.code in ("PFL101", "PFL102") and not any(steps.trains(c) for c in steps.calls_in(frame.loop)):
         return True  # a generator streaming what each iteration makes (`int_token = token.item()`, then stop checks)
@@ -660,6 +664,22 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
     body = steps.calls_in(loop)
     return not any(steps.trains(c) for c in body) and any(_writes_out(model, c) and steps.at(c).hot for c in body) \
         and not any(steps.trains(c) for c in calls)
+
+
+def _clock_read_next(model: FileModel, site: SyncSite) -> bool:
+    """`loss_item = loss.item()  # synchronization`, then `t1 = time.perf_counter()` (lightning-thunder's
+    benchmark): the next call of the function takes a timestamp, so the read is the wait that makes that time
+    cover the step's device work. Moving the read would make the timing wrong (blind review 52). Not a clock
+    read computed with at once (`speed = i / (time.time() - start)` after `running_loss += loss.item()`: a
+    training loop's progress line, where reading every k steps is the fix)."""
+    frame, order = site.frame, site.order
+    calls = frame.function.calls if frame.function is not None else model.calls
+    later = [c for c in calls if model.sites[c][1] > order and not _inside(model, c, site.node)]
+    if not later:
+        return False
+    first = min(later, key=lambda c: model.sites[c][1])
+    return model.sites[first][0] is frame and (model.qualname(first.func) or "") in api.CLOCKS \
+        and type(_parents(model).get(first)) is cst.Assign
 
 
 def _best_so_far(model: FileModel, site: SyncSite, taker) -> bool:
