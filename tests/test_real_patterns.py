@@ -1949,6 +1949,8 @@ def test_a_class_no_file_of_the_program_uses_runs_nothing():
     """
     assert codes({"utils.py": utils, "train.py": train}, "utils.py") == []
     used = train.replace("from utils import save_network", "from utils import save_network, CrossEntropyLabelSmooth")
+    assert codes({"utils.py": utils, "train.py": used}, "utils.py") == []  # imported, never used
+    used = used.replace("model = Net().cuda()", "model = Net().cuda()\n        criterion = CrossEntropyLabelSmooth(10)")
     assert codes({"utils.py": utils, "train.py": used}, "utils.py") != []
     registered = utils.replace("class CrossEntropyLabelSmooth", "@LOSSES.register_module()\n        class CrossEntropyLabelSmooth")
     assert codes({"utils.py": registered, "train.py": train}, "utils.py") != []  # a registry builds it by name
@@ -5571,3 +5573,36 @@ def test_a_trainers_step_counter_buffer_stays_on_the_host():
     assert not [c for c in codes({"trainer.py": src}) if c[1] == "PFL101"]
     model = src.replace("class MeshTrainer(nn.Module)", "class MeshModel(nn.Module)")
     assert (16, "PFL101") in codes({"trainer.py": model})
+
+
+def test_a_function_imported_but_never_called_runs_nothing():
+    engine = """
+        import torch
+
+        def train_one_epoch(model, loader, optimizer):
+            for x, y in loader:
+                loss = model(x.cuda(non_blocking=True)).sum()
+                loss.backward()
+                optimizer.step()
+
+        @torch.no_grad()
+        def val_one_epoch(model, loader):
+            for x, y in loader:
+                print(model(x.cuda(non_blocking=True)).sum().item())
+    """
+    main = """
+        import torch
+        from engine import train_one_epoch, val_one_epoch
+        train_one_epoch(model, loader, optimizer)
+    """
+    files = {"engine.py": engine, "main.py": main}
+    assert not [f for f in run(files) if f.code == "PFL101"]  # main.py imports `val_one_epoch` and never calls it
+    called = {**files, "main.py": main + "val_one_epoch(model, loader)\n"}
+    assert [f.line for f in run(called) if f.code == "PFL101"] == [13]
+    # Imported under another name, it may be called by that name.
+    renamed = {**files, "main.py": main.replace("val_one_epoch", "val_one_epoch as validate") + "validate(model, x)\n"}
+    assert [f.line for f in run(renamed) if f.code == "PFL101"] == [13]
+    # Another file importing a function of the same name from elsewhere does not use this one.
+    other = {**files, "tools/probe.py": "from tools.engine2 import val_one_epoch\nval_one_epoch()\n",
+             "tools/engine2.py": "def val_one_epoch():\n    pass\n"}
+    assert not [f for f in run(other) if f.code == "PFL101" and f.path == "engine.py"]

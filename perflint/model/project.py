@@ -199,7 +199,7 @@ def set_aside(path: str) -> bool:
 class Scan:
     """The imports and a few telling words of one file's text."""
 
-    __slots__ = ("path", "imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
+    __slots__ = ("path", "imports", "unused_imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
                  "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
                  "runs_code", "dynamic_imports", "lone_defines", "runners", "not_worth_compiling", "flags", "assigned",
                  "double_backward", "synchronizers", "extension_layers")
@@ -209,6 +209,9 @@ class Scan:
         (another file may); a file linted alone skips that."""
         self.path = path
         self.imports: list[tuple[int, str, tuple[str, ...]]] = []  # (level, module, names)
+        # Names it imports by name (`from engine import evaluate, test`) and never writes again: DINO's main.py
+        # imports `test` and calls only the other two. (Not those imported `as` another name.)
+        self.unused_imports: set[str] = set()
         heads = set()
         for m in _IMPORT.finditer(text):
             if m.group(3) is not None:
@@ -220,10 +223,12 @@ class Scan:
             else:
                 module = m.group(1)
                 level = len(module) - len(module.lstrip("."))
-                names = tuple(n.strip().split(" as ")[0].strip()
-                              for n in m.group(2).replace("\\\n", " ").strip("()").split(","))
+                parts = [n.strip() for n in m.group(2).replace("\\\n", " ").strip("()").split(",")]
+                names = tuple(n.split(" as ")[0].strip() for n in parts)
                 names = tuple(n for n in names if re.fullmatch(r"\w+", n))
                 self.imports.append((level, module.lstrip("."), names))
+                if run and not path.endswith("__init__.py"):  # (a package's `__init__.py` re-exports what it imports)
+                    self.unused_imports.update(n for n in parts if re.fullmatch(r"\w+", n) and _unused(text, n))
                 if level == 0 and module:
                     heads.add(module.split(".")[0])
         self.defines = set(_DEFINES.findall(text))  # top-level functions and classes
@@ -313,14 +318,26 @@ _MODEL_WORDS = ("model", "net", "module", "backbone", "encoder", "decoder", "stu
                 "transformer", "generator", "discriminator", "actor", "critic", "task", "layer", "block", "unet")
 
 
+def _unused(text: str, name: str) -> bool:
+    """Whether the text writes `name` once only, as a word of its own (its import): a fast count first."""
+    count = text.count(name)
+    return count == 1 or count <= 200 and len(re.findall(rf"(?<![.\w]){name}(?!\w)", text)) == 1
+
+
+# Decorators that register nothing (a registry's, `@MODELS.register_module()`, would make a name used).
+_NO_REGISTRY = re.compile(r"@\s*torch\.(?:no_grad|inference_mode|enable_grad)\(\)\s*$")
+
+
 def _lone_defines(text: str) -> frozenset[str]:
-    """Top-level classes and functions without a decorator (a registry's would name them) whose name the text
+    """Top-level classes and functions without a decorator (a registry's would name them; `@torch.no_grad()`
+    is no registry) whose name the text
     writes only on the `class`/`def` line (as a word of its own, not an attribute), `super(Name, self)` aside."""
     found = set()
     for m in _DEFINES.finditer(text):
         name = m.group(1)
         before = text.rfind("\n", 0, max(m.start() - 1, 0))
-        if text[before + 1: m.start()].lstrip().startswith("@"):
+        decorator = text[before + 1: m.start()].lstrip()
+        if decorator.startswith("@") and not _NO_REGISTRY.match(decorator):
             continue
         supers = text.count(f"super({name}")
         count = text.count(name) - supers
@@ -805,17 +822,23 @@ class Project:
         return out
 
     def _find_unused_defines(self, importers: dict[str, set[str]], wholesale: set[str]) -> dict[str, frozenset[str]]:
-        """Per file, the classes and functions it alone writes that no file of the run names in an import, in a
+        """Per file, the classes and functions it alone writes that no file of the run imports from it and uses, in a
         file that some file of the run imports by name and never wholesale (`import utils` could reach `utils.X`),
         outside a package of an installable project (whose modules users may import from elsewhere): the
         packages of a repository of scripts (yolov7's utils/) have no users but its own files."""
-        named = {n for s in self.scans.values() for _, _, names in s.imports for n in names}
+        named: set[tuple[str | None, str]] = set()  # (defining file, name), the file None where not resolved
+        for importer, s in self.scans.items():
+            for level, module, names in s.imports:
+                for n in names:
+                    if n not in s.unused_imports:  # imported and never used is no use (DINO's `test`)
+                        found = self.function_file(importer, level, module, n, ())
+                        named.add((found[0] if found else None, n))
         packages = {PurePosixPath(p).parent for p in self.scans if PurePosixPath(p).name == "__init__.py"}
         out = {}
         for path, scan in self.scans.items():
             if scan.lone_defines and path in importers and path not in wholesale and not is_test_path(path) \
                     and not (self.installable and PurePosixPath(path).parent in packages):
-                lone = scan.lone_defines - named
+                lone = frozenset(n for n in scan.lone_defines if (path, n) not in named and (None, n) not in named)
                 if lone:
                     out[path] = lone
         return out
