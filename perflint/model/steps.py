@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import built_by, conjuncts, dotted, int_value, method_name, target_names
+from perflint.model.names import built_by, conjuncts, dotted, int_value, keyword, method_name, positional, target_names
 from perflint.model.program import ClassInfo, FileModel, Frame, FunctionInfo, interval_gate
 from perflint.model.project import set_aside
-from perflint.model.values import LOADER, MODULE, ON_DEVICE, OPTIMIZER, TENSOR, Values, option_holder
+from perflint.model.values import LOADER, MODULE, NO_DEFAULT, ON_DEVICE, OPTIMIZER, TENSOR, Values, option_holder
 from perflint.tree import find_all
 
 STEP, OUTER, SMALL, NEUTRAL, COLD = "step", "outer", "small", "neutral", "cold"
@@ -36,6 +36,8 @@ _FOLDED = {cst.Add: int.__add__, cst.Subtract: int.__sub__, cst.Multiply: int.__
 _SMALL_RANGE = 16  # `for i in range(k)` with a literal k at most this is a few fixed iterations
 _STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "forward", "__call__"}
 _FORWARDS = {"forward", "__call__"}
+_COMPARE = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.Is: lambda a, b: a is b,
+            cst.IsNot: lambda a, b: a is not b, cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}
 _LISTINGS = {"os.listdir", "os.scandir", "os.walk", "glob.glob", "glob.iglob"}
 _CACHING = {"lru_cache", "cache", "cached_property"}
 _APPS = {"gradio", "streamlit"}  # frameworks of interactive demos
@@ -194,10 +196,72 @@ class Steps:
             elif kind in ("function", "lambda"):
                 if gate is not None:
                     return Step(False, (("gated by `{}`", gate.node.test),))
-                return self.function(f.function)
+                step = self.function(f.function)
+                skipped = self._untaken_by_callers(frame, f) if step.hot and not step.assumed else None
+                if skipped is not None:
+                    return Step(False, ((f"not on the per-step calls: `{skipped[1]}` leaves `{{}}` untaken",
+                                         skipped[0]),))
+                return step
             elif kind in ("class", "module"):
                 return NOT_PER_STEP
         return NOT_PER_STEP
+
+    def _untaken_by_callers(self, frame: Frame, top: Frame) -> tuple[cst.BaseExpression, str] | None:
+        """The branch around `frame`, tested on a parameter of the function `top` opens, that every per-step
+        call of the function leaves untaken by what it passes (mbrl-lib's `update` calls `self.loss(batch,
+        target)` with `reduce=True` by default: the `else` of `if reduce:`, which only `eval_score` takes, does
+        not run every step): (its test, the first such call as written). None where a per-step call may take it
+        or passes the function on."""
+        info = top.function
+        if info is None or self.values.passed().get(info):
+            return None
+        tests = []
+        f = frame
+        while f is not None and f is not top:
+            if f.condition is not None:
+                tests.append(f.condition)
+            f = f.parent
+        if not tests:
+            return None
+        hot = [c for c in self.values.callers().get(info, ()) if self.at(c).hot]
+        if not hot or any(a.star for c in hot for a in c.args):
+            return None
+        for test, holds in tests:
+            if all(self._truth_at_call(info, test, call) is (not holds) for call in hot):
+                return test, " ".join(self.model.module.code_for_node(hot[0]).split())[:40]
+        return None
+
+    def _truth_at_call(self, info: FunctionInfo, test: cst.BaseExpression, call: cst.Call) -> bool | None:
+        """Whether `p`, `not p`, `p is None`, `p == "x"` (and the like) holds, `p` a parameter of the function,
+        with what `call` gives it (its default where the call leaves it out); None for any other test."""
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            inner = self._truth_at_call(info, test.expression, call)
+            return None if inner is None else not inner
+        name, compare = test, None
+        if type(test) is cst.Comparison and len(test.comparisons) == 1:
+            name, compare = test.left, test.comparisons[0]
+        if type(name) is not cst.Name:
+            return None
+        param = next((p for n, p, k in info.params if n == name.value and k != "star"), None)
+        reaching = self.values.reaching_bindings(name) or ()
+        if param is None or not reaching or any(b.how != "param" for b in reaching):
+            return None  # not a parameter, or one the function rebinds before the test
+        names = info.positional()
+        arg = keyword(call, name.value) or (positional(call, names.index(name.value)) if name.value in names else None)
+        given = arg.value if arg is not None else param.default
+        value = self.values.default_of(given) if given is not None else None
+        if given is None or value is NO_DEFAULT:
+            return None
+        if compare is None:
+            return bool(value)
+        other = self.values.default_of(compare.comparator)
+        op = type(compare.operator)
+        if other is NO_DEFAULT or op not in _COMPARE:
+            return None
+        try:
+            return _COMPARE[op](value, other)
+        except TypeError:
+            return None
 
     def _periodic_job(self, loop: Frame) -> Frame | None:
         """The every-k gate (`if step % k == 0:` that takes no training step) between a loop and an outer loop
@@ -551,6 +615,10 @@ class Steps:
             return LoopKind(SMALL, (("runs once: the loop body ends in `break`", node.body),))
         if _breaks_after_few(node, self.values):  # `...; if i >= 5: break`: six iterations at most
             return LoopKind(SMALL, (("a few iterations: the loop breaks after a fixed count", node.body),))
+        catcher = _catches_first_layer(node)
+        if catcher is not None:
+            return LoopKind(COLD, (("a calibration pass: each iteration's model call stops at a layer that raises "
+                                    "(`{}`) to capture its inputs, once per run", catcher),))
         calls = self.calls_in(frame)
         model = self.model
         for call in calls:
@@ -653,7 +721,25 @@ class Steps:
                         return True
             if type(source) in (cst.Tuple, cst.List, cst.Set) and len(source.elements) <= _SMALL_RANGE:
                 return True
+            if type(source) is cst.Call and method_name(source) in ("items", "keys", "values") and not source.args \
+                    and self._few_entries(source.func.value):
+                return True
         return False
+
+    def _few_entries(self, node: cst.CSTNode) -> bool:
+        """A name every reaching binding of which is a dict display of a few entries written out (Depth-Anything's
+        nine metrics, `results = {'d1': ..., 'd2': ...}`), and that no code adds keys to (`results[k] = ...`,
+        `results.update(...)`): a loop over its entries runs those few times."""
+        reaching = self.values.reaching_bindings(node) if type(node) is cst.Name else None
+        if not reaching or any(b.how != "assign" or b.path or type(b.value) is not cst.Dict
+                               or len(b.value.elements) > _SMALL_RANGE
+                               or any(type(e) is not cst.DictElement for e in b.value.elements) for b in reaching):
+            return False
+        name = node.value
+        grows = any(type(t.target) is cst.Subscript and type(t.target.value) is cst.Name
+                    and t.target.value.value == name for a in self.model.nodes(cst.Assign) for t in a.targets)
+        return not grows and not any(method_name(c) in ("update", "setdefault") and type(c.func.value) is cst.Name
+                                     and c.func.value.value == name for c in self.model.calls)
 
     def _constant(self, node: cst.CSTNode, depth: int = 0) -> int | None:
         """An integer the code fixes: a literal, an option's default, a local name every reaching binding of
@@ -999,19 +1085,43 @@ def _ends_in_break(node: cst.CSTNode) -> bool:
     return type(last) is cst.SimpleStatementLine and any(type(s) is cst.Break for s in last.body)
 
 
+def _catches_first_layer(loop: cst.CSTNode) -> cst.ExceptHandler | None:
+    """`for batch in dataloader: try: model(batch[0].to(dev)) except ValueError: pass`: GPTQ's (and SparseGPT's,
+    Wanda's, AWQ's) calibration capture, where the first layer is swapped for a `Catcher` that stores its inputs
+    and raises. Each iteration runs only the embeddings, once per quantization run: not a step (blind review
+    52). The handler, for a loop whose body holds such a `try`."""
+    body = getattr(loop, "body", None)
+    for statement in body.body if type(body) is cst.IndentedBlock else ():
+        if type(statement) is not cst.Try:
+            continue
+        for handler in statement.handlers:
+            quiet = all(type(s) is cst.SimpleStatementLine and all(type(x) in (cst.Pass, cst.Continue) for x in s.body)
+                        for s in handler.body.body)
+            if quiet and type(handler.type) is cst.Name and handler.type.value == "ValueError":
+                return handler
+    return None
+
+
 def _breaks_after_few(loop: cst.CSTNode, values: Values) -> bool:
     """`for bib in range(len(batch)): ...; if bib >= 5: break` (StyleTTS2's audio samples after validation), `for
     i, x in enumerate(test_loader): ...; if i == args.n_test_samples - 1: break` with a default of 8 (melgan's
-    reference clips, saved once): the body ends by leaving once the loop's own counter reaches a small bound."""
-    last = _last_statement(loop)
-    if type(loop) is not cst.For or type(last) is not cst.If \
-            or last.orelse is not None or type(last.test) is not cst.Comparison or len(last.test.comparisons) != 1:
+    reference clips, saved once): the body ends by leaving once the loop's own counter reaches a small bound; or
+    starts so (`if i >= num_iterations: break` first, nanoVLM's VRAM probe of 2 iterations per batch size)."""
+    body = getattr(loop, "body", None)
+    first = body.body[0] if type(body) is cst.IndentedBlock and body.body else None
+    return _leaves_after_few(loop, _last_statement(loop), values) or _leaves_after_few(loop, first, values)
+
+
+def _leaves_after_few(loop: cst.CSTNode, statement: cst.CSTNode | None, values: Values) -> bool:
+    """Whether `statement`, of the loop's body, is `if <counter> >= <small bound>: ... break`."""
+    if type(loop) is not cst.For or type(statement) is not cst.If or statement.orelse is not None \
+            or type(statement.test) is not cst.Comparison or len(statement.test.comparisons) != 1:
         return False
     counter = loop.target
     if type(counter) is cst.Tuple and len(counter.elements) == 2 and type(loop.iter) is cst.Call \
             and dotted(loop.iter.func) == "enumerate" and len(loop.iter.args) == 1:
         counter = counter.elements[0].value  # `for i, x in enumerate(loader)`: `i` counts the iterations
-    test, comparison = last.test, last.test.comparisons[0]
+    test, comparison = statement.test, statement.test.comparisons[0]
     bound = int_value(comparison.comparator)
     if bound is None:
         bound = values.default_of(comparison.comparator)
@@ -1019,7 +1129,7 @@ def _breaks_after_few(loop: cst.CSTNode, values: Values) -> bool:
     counted = type(counter) is cst.Name and type(test.left) is cst.Name and test.left.value == counter.value \
         or _grown_every_iteration(loop, test.left)
     return counted and type(comparison.operator) in (cst.GreaterThan, cst.GreaterThanEqual, cst.Equal) \
-        and bound is not None and bound <= _SMALL_RANGE and _ends_in_break(last)
+        and bound is not None and bound <= _SMALL_RANGE and _ends_in_break(statement)
 
 
 def _grown_every_iteration(loop: cst.For, node: cst.CSTNode) -> bool:

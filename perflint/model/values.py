@@ -61,7 +61,7 @@ class Value:
 
 
 UNKNOWN = Value()
-_NO_DEFAULT = object()  # `default_of`: the code does not say
+NO_DEFAULT = object()  # `default_of`: the code does not say
 # Parameters of `forward` that hold tensors, besides the first (`def forward(self, x, mask=None, size=None)`).
 _TENSOR_INPUTS = {"x", "input", "inputs", "input_ids", "hidden", "hidden_states", "h", "q", "k", "v", "query", "key",
                   "value", "mask", "attn_mask", "attention_mask", "feat", "feats", "features", "src", "tgt", "memory",
@@ -688,12 +688,12 @@ class Values:
         if type(test) is cst.Comparison and len(test.comparisons) == 1:
             op = test.comparisons[0].operator
             left, right = self.default_of(test.left, depth), self.default_of(test.comparisons[0].comparator, depth)
-            if left is _NO_DEFAULT and type(right) in (int, float) and self._counts_up(test.left):
+            if left is NO_DEFAULT and type(right) in (int, float) and self._counts_up(test.left):
                 # `epoch < args.warm_epoch` with a default of 0: a loop counter over a range is never below 0
                 if type(op) in (cst.LessThan, cst.GreaterThanEqual) and right <= 0 \
                         or type(op) in (cst.LessThanEqual, cst.GreaterThan) and right < 0:
                     return type(op) in (cst.GreaterThanEqual, cst.GreaterThan)
-            if left is _NO_DEFAULT or right is _NO_DEFAULT:
+            if left is NO_DEFAULT or right is NO_DEFAULT:
                 return None
             try:
                 if type(op) in (cst.Equal, cst.NotEqual):
@@ -716,7 +716,7 @@ class Values:
                     and dotted(inline[0].comparisons[0].comparator) == "None":
                 return self.default_truth(inline[0].with_changes(left=test.args[0].value), depth + 1)
         value = self.default_of(test, depth)
-        return None if value is _NO_DEFAULT else bool(value)
+        return None if value is NO_DEFAULT else bool(value)
 
     def _rules_out_a_tensor(self, node: cst.Name) -> cst.Call | None:
         """The `isinstance` test of the name's own function that rules out a tensor where it is read: the `else`
@@ -766,60 +766,60 @@ class Values:
 
     def default_of(self, node: cst.BaseExpression, depth: int = 0):
         """The value an expression has with the code's defaults: a literal, a constructor parameter's default,
-        a name or a `self.` attribute assigned once from one of these; `_NO_DEFAULT` where not known."""
+        a name or a `self.` attribute assigned once from one of these; `NO_DEFAULT` where not known."""
         if depth > 8:
-            return _NO_DEFAULT
+            return NO_DEFAULT
         if type(node) is cst.BooleanOperation:  # `opt.instance_feat or opt.label_feat`, as Python computes it
             left = self.default_of(node.left, depth + 1)
-            if left is _NO_DEFAULT or bool(left) == (type(node.operator) is cst.Or):
+            if left is NO_DEFAULT or bool(left) == (type(node.operator) is cst.Or):
                 return left
             return self.default_of(node.right, depth + 1)
         if type(node) is cst.UnaryOperation and type(node.operator) is cst.Not:  # `not args.no_batching`
             inner = self.default_of(node.expression, depth + 1)
-            return inner if inner is _NO_DEFAULT else not inner
+            return inner if inner is NO_DEFAULT else not inner
         if type(node) in (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString):
             try:
                 return node.evaluated_value
             except Exception:
-                return _NO_DEFAULT
+                return NO_DEFAULT
         if type(node) is cst.IfExp:  # `[] if not args.subjects_unlabeled else args.subjects_unlabeled.split(',')`
             truth = self.default_truth(node.test, depth + 1)
-            return _NO_DEFAULT if truth is None else self.default_of(node.body if truth else node.orelse, depth + 1)
+            return NO_DEFAULT if truth is None else self.default_of(node.body if truth else node.orelse, depth + 1)
         if type(node) is cst.Comparison and len(node.comparisons) == 1:  # `semi_supervised = len(subjects) > 0`
             truth = self.default_truth(node, depth + 1)
-            return _NO_DEFAULT if truth is None else truth
+            return NO_DEFAULT if truth is None else truth
         if type(node) is cst.BinaryOperation and type(node.operator) in (cst.Add, cst.Subtract):  # `args.n - 1`
             left, right = self.default_of(node.left, depth + 1), self.default_of(node.right, depth + 1)
             if type(left) is int and type(right) is int:
                 return left + right if type(node.operator) is cst.Add else left - right
-            return _NO_DEFAULT
+            return NO_DEFAULT
         if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "len" and len(node.args) == 1:
             inner = self.default_of(node.args[0].value, depth + 1)
-            return len(inner) if isinstance(inner, (str, tuple)) else _NO_DEFAULT
+            return len(inner) if isinstance(inner, (str, tuple)) else NO_DEFAULT
         if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in ("int", "float") \
                 and len(node.args) == 1:  # `int(version[0])`
             inner = self.default_of(node.args[0].value, depth + 1)
             try:
-                return _NO_DEFAULT if inner is _NO_DEFAULT else {"int": int, "float": float}[node.func.value](inner)
+                return NO_DEFAULT if inner is NO_DEFAULT else {"int": int, "float": float}[node.func.value](inner)
             except (TypeError, ValueError):
-                return _NO_DEFAULT
+                return NO_DEFAULT
         if type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
             container, index = self.default_of(node.value, depth + 1), int_value(node.slice[0].slice.value)
             if isinstance(container, (str, tuple)) and index is not None and -len(container) <= index < len(container):
                 return container[index]
-            return _NO_DEFAULT
+            return NO_DEFAULT
         if self.model.qualname(node) == "torch.__version__":  # branches for old PyTorch releases do not run
             return api.TORCH_VERSION
         if type(node) is cst.Call and self.model.qualname(node.func) in api.EXPORT_ONLY_TESTS:
             return False  # `if torch.jit.is_scripting():`: eager training and inference take the other branch
         if type(node) in (cst.Tuple, cst.List, cst.Set):
             items = [self.default_of(e.value, depth + 1) for e in node.elements if type(e) is cst.Element]
-            return _NO_DEFAULT if _NO_DEFAULT in items else tuple(items)
+            return NO_DEFAULT if NO_DEFAULT in items else tuple(items)
         if type(node) is cst.Name:
             if node.value in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[node.value]
             if node not in self.model.sites:
-                return _NO_DEFAULT
+                return NO_DEFAULT
             bindings = self.reaching(node.value, *self._site(node))
             if bindings and len(bindings) > 1:  # `nll = True` then `if args.dice: nll = False`: the default run
                 bindings = [b for b in bindings if not self._bound_off(b, node, depth)]  # skips that branch
@@ -828,11 +828,11 @@ class Values:
             cls = _class_of(self._site(node)[0])
             bindings = cls.attrs.get(node.attr.value) if cls is not None else None
         elif type(node) is cst.Attribute and (path := option_path(node)) is not None:  # `args.add_noise`,
-            return self.option_defaults().get(path, _NO_DEFAULT)  # `self.args.lr`, `cfg.MIXUP.ENABLE`
+            return self.option_defaults().get(path, NO_DEFAULT)  # `self.args.lr`, `cfg.MIXUP.ENABLE`
         else:
-            return _NO_DEFAULT
+            return NO_DEFAULT
         if not bindings or len(bindings) != 1:
-            return _NO_DEFAULT
+            return NO_DEFAULT
         b = bindings[0]
         if b.how == "param":
             param: cst.Param = b.target
@@ -842,20 +842,20 @@ class Values:
                 # given a command-line option of the same name (`GraphCNN(..., args.neighbor_pooling_type)`
                 # kept as `self.neighbor_pooling_type`): that option's default
                 if param.default is None:
-                    return self.option_defaults().get(param.name.value, _NO_DEFAULT)
+                    return self.option_defaults().get(param.name.value, NO_DEFAULT)
                 # A self-test of the file that passes the default itself (transformer-xl's `attn_type=0`)
                 # leaves it the setting that runs.
                 default = self.default_of(param.default, depth + 1)
                 passed = self.arguments(b.value, param)
                 stars = any(a.star for call in self.callers().get(b.value, ()) for a in call.args)
-                return default if passed and not stars and default is not _NO_DEFAULT and all(
+                return default if passed and not stars and default is not NO_DEFAULT and all(
                     type(p) in (cst.Integer, cst.Float, cst.SimpleString, cst.Name)
-                    and self.default_of(p, depth + 1) == default for p in passed) else _NO_DEFAULT
+                    and self.default_of(p, depth + 1) == default for p in passed) else NO_DEFAULT
             return self.default_of(param.default, depth + 1)
         value = b.assigned()
         if value is not None and type(value) not in (cst.List, cst.Set):  # lists grow
             return self.default_of(value, depth + 1)
-        return _NO_DEFAULT
+        return NO_DEFAULT
 
     def option_defaults(self) -> dict:
         """The default of each command-line option this file reads, as its own `parser.add_argument(
@@ -878,22 +878,22 @@ class Values:
             for path in derived:
                 found.pop(path, None)
             for path, values in derived.items():
-                value = self.default_of(values[0]) if len(values) == 1 else _NO_DEFAULT
-                if value is not _NO_DEFAULT:
+                value = self.default_of(values[0]) if len(values) == 1 else NO_DEFAULT
+                if value is not NO_DEFAULT:
                     found[path] = value
         return found
 
     def _passed_default(self, info: FunctionInfo, param: cst.Param, depth: int):
         """The value a parameter has with the defaults when every call of this file passes the same known value
-        (`validate(..., hparams.distributed_run, rank)` with `distributed_run=False`); `_NO_DEFAULT` otherwise,
+        (`validate(..., hparams.distributed_run, rank)` with `distributed_run=False`); `NO_DEFAULT` otherwise,
         and for a function no call of this file runs (its callers elsewhere pass what they need)."""
         calls = self.callers().get(info, ())
         if not calls:
             return self._unpassed_flag(param, depth)
         if len(calls) > 8:
-            return _NO_DEFAULT
+            return NO_DEFAULT
         if info.cls is None and not info.name.startswith("_") and "__main__" not in self.model.text:
-            return _NO_DEFAULT  # a library's public function: other files call it with their own values
+            return NO_DEFAULT  # a library's public function: other files call it with their own values
         name = param.name.value
         names = info.positional()
         index = names.index(name) if name in names else None
@@ -901,23 +901,23 @@ class Values:
         for call in calls:
             arg = keyword(call, name)  # given by name, no `*args` or `**config` can give it too
             if arg is None and any(a.star for a in call.args):  # (AnimateDiff's `main(use_wandb=args.wandb,
-                return _NO_DEFAULT  # **config)`)
+                return NO_DEFAULT  # **config)`)
             arg = arg or (positional(call, index) if index is not None else None)
             given = arg.value if arg is not None else param.default
-            value = self.default_of(given, depth + 1) if given is not None else _NO_DEFAULT
-            if value is _NO_DEFAULT or found and found[0] != value:
-                return _NO_DEFAULT
+            value = self.default_of(given, depth + 1) if given is not None else NO_DEFAULT
+            if value is NO_DEFAULT or found and found[0] != value:
+                return NO_DEFAULT
             found.append(value)
         return found[0]
 
     def _unpassed_flag(self, param: cst.Param, depth: int):
         """The default of a boolean parameter of a function this file never calls when no file of its program
         passes it by keyword (`return_list=False`, that no caller sets: the branch it guards does not run);
-        `_NO_DEFAULT` otherwise. A caller that passes it by position is not seen."""
+        `NO_DEFAULT` otherwise. A caller that passes it by position is not seen."""
         passed, name = self.model.facts.flags_passed, param.name.value
         if passed is None or name in passed or not (type(param.default) is cst.Name
                                                     and param.default.value in ("True", "False")):
-            return _NO_DEFAULT
+            return NO_DEFAULT
         memo = self.model._memo
         if "keywords-passed" not in memo:  # the keywords this file passes; None where it passes `**kwargs`
             args = [a for call in self.model.calls for a in call.args]
@@ -925,7 +925,7 @@ class Values:
                 a.keyword.value for a in args if a.keyword is not None}
         here = memo["keywords-passed"]
         if here is None or name in here:
-            return _NO_DEFAULT
+            return NO_DEFAULT
         return self.default_of(param.default, depth + 1)
 
     def _passed_here(self, init: FunctionInfo, param: cst.Param) -> bool:
