@@ -264,7 +264,9 @@ _PERIODIC = re.compile(r"^(?:should|do|is|need|time)_?(?:to_?)?(?:log|print|eval
 
 
 def _periodic(test: cst.BaseExpression) -> bool:
-    """`if step % k == 0:` anywhere, or a flag named for the occasional step (`_PERIODIC`), negated or not."""
+    """`if step % k == 0:` anywhere, or a flag named for the occasional step (`_PERIODIC`), negated or not,
+    alone or as a part of the test (veRL's `if is_last_step and ... or (self.test_freq > 0 and is_valid_step):`,
+    `is_valid_step = global_step % self.test_freq == 0`)."""
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         test = test.expression
     if type(test) is cst.Call:
@@ -273,7 +275,21 @@ def _periodic(test: cst.BaseExpression) -> bool:
     if name is not None:
         return bool(_PERIODIC.match(name.rsplit(".", 1)[-1].lower()))
     return any(type(n) is cst.BinaryOperation and type(n.operator) is cst.Modulo
-               for n in _walk_expr(test))
+               or type(n) is cst.Name and _PERIODIC.match(n.value.lower()) or _rarely(n) for n in _walk_expr(test))
+
+
+_DRAWS = {"random.random", "np.random.random", "np.random.rand", "numpy.random.random", "numpy.random.rand"}
+
+
+def _rarely(test: cst.CSTNode) -> bool:
+    """`random.random() < 0.005` (icefall's occasional diagnostics): a draw that passes on at most one call in
+    ten, like `step % 10 == 0` on average."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 \
+            or type(test.comparisons[0].operator) not in (cst.LessThan, cst.LessThanEqual):
+        return False
+    bound = test.comparisons[0].comparator
+    return type(test.left) is cst.Call and not test.left.args and dotted(test.left.func) in _DRAWS \
+        and type(bound) in (cst.Float, cst.Integer) and 0 <= float(bound.evaluated_value) <= 0.1
 
 
 def interval_gate(node: cst.If) -> bool:
