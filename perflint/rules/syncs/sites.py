@@ -284,22 +284,26 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
 
 def idle_after(model: FileModel, node: cst.CSTNode) -> cst.CSTNode | None:
     """What makes the host wait for the device, with no fix, later in every iteration of the loop around
-    `node`: a read the host needs (an evaluation loop's predictions decoded or scored on the host) or a
+    `node` (or in every run of the function around it, outside any loop): a read the host needs (an evaluation loop's predictions decoded or scored on the host) or a
     `generate()` or `chat()` call (it reads each token back to test for the end). Each iteration then ends with the
     device idle, so the next iteration's copy to the device has no queued work to overlap."""
     frame, order = model.site(node)
-    loop = next((f for f in frame.loops() if f.kind == "loop"), None)  # past `{k: v.to(d) for k, v in ...}`
+    inner = loop = next((f for f in frame.loops() if f.kind == "loop"), None)  # past `{k: v.to(d) for ...}`
+    if loop is None and frame.function is not None:  # a helper run once per iteration by its caller's loop:
+        loop = frame.function.frame  # each of its runs is an iteration (xtuner's `generate(...)` helper)
     if loop is None:
         return None
     for site in sync_sites(model):
-        if site.no_fix and site.frame is not None and site.frame.loop is loop and site.order > order \
+        if site.no_fix and site.frame is not None and site.frame.loop is inner and site.order > order \
                 and site.frame.every_iteration_of(loop):
             return site.node
     calls = frame.function.calls if frame.function is not None else model.calls
-    for call in calls:  # `model.chat(...)`, InternVL's and Qwen's wrapper of `generate`; a copy in its arguments too
-        if method_name(call) in ("generate", "chat") and (model.sites[call][1] > order or _inside(model, node, call)):
+    for call in calls:  # `model.chat(...)`, InternVL's and Qwen's wrapper of `generate`; a copy in its arguments too;
+        # a function of the script's own named so (xtuner's `generate(llm, visual_encoder, ...)`, around `llm.generate`)
+        name = method_name(call) or (call.func.value if type(call.func) is cst.Name else None)
+        if name in ("generate", "chat") and (model.sites[call][1] > order or _inside(model, node, call)):
             where = model.sites[call][0]
-            if where.loop is loop and where.every_iteration_of(loop):
+            if where.loop is inner and where.every_iteration_of(loop):
                 return call
     return None
 
