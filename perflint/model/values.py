@@ -1018,7 +1018,8 @@ class Values:
                                           and _dtype_argument(self.model, call)):
                 # `mask.unsqueeze(1)`, `m.cumsum(1, dtype=torch.float32)`: only a tensor has these
                 return self.tensor_method(call, Value(TENSOR, receiver.device, receiver.why), method)
-            if receiver.kind is None and receiver.device == ON_DEVICE and method not in ("add", "append", "extend"):
+            if receiver.kind is None and receiver.device == ON_DEVICE and method not in ("add", "append", "extend") \
+                    and method not in api.SCALAR_METHODS:  # (`feature.size(1)` is a number, wherever `feature` is)
                 return Value(None, ON_DEVICE, _why(("`{}`", call), receiver.why))  # `rb.sample(n)` of a device buffer
             if receiver.kind == NDARRAY:
                 return NUMBER_VALUE if method in ("item", "tolist", "sum", "mean", "max", "min") \
