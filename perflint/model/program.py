@@ -335,11 +335,13 @@ def _guard(statement: cst.CSTNode) -> bool:
 def _caches(node: cst.If) -> bool:
     """`if self.mask is None or self.mask.size(0) != n: self.mask = make(n)`: a value computed once and kept
     (again only when it must change), not on every call. Also an optimizer's per-parameter state, made
-    lazily on its first step (`if not state:`, `if len(state) == 0:`, `if "exp_avg" not in state:`)."""
+    lazily on its first step (`if not state:`, `if len(state) == 0:`, `if "exp_avg" not in state:`), and a
+    memo filled on a miss (`if key not in hann_window: hann_window[key] = torch.hann_window(n).to(d)`, RVC's
+    window per size, dtype and device)."""
     test = node.test
     if _fresh_state(test):
         return True
-    names = set()
+    names, memos = set(), set()
     stack = [test]
     while stack:
         n = stack.pop()
@@ -351,13 +353,21 @@ def _caches(node: cst.If) -> bool:
             name = dotted(n.left)
             if name is not None:
                 names.add(name)
-    if not names:
+        elif type(n) is cst.Comparison and len(n.comparisons) == 1 and type(n.comparisons[0].operator) is cst.NotIn:
+            memo = dotted(n.comparisons[0].comparator)
+            if memo is not None:
+                memos.add((memo, dotted(n.left)))
+    if not names and not memos:
         return False
     body = node.body.body if type(node.body) is cst.IndentedBlock else ()
     for statement in body:
         if type(statement) is cst.SimpleStatementLine:
             for small in statement.body:
-                if type(small) is cst.Assign and any(dotted(t.target) in names for t in small.targets):
+                if type(small) is cst.Assign and any(
+                        dotted(t.target) in names or type(t.target) is cst.Subscript and len(t.target.slice) == 1
+                        and type(t.target.slice[0].slice) is cst.Index
+                        and (dotted(t.target.value), dotted(t.target.slice[0].slice.value)) in memos
+                        for t in small.targets):
                     return True
     return False
 

@@ -75,6 +75,10 @@ either: of int64 ids it does nothing, and a narrowing cast before the copy halve
 (blind review 14). Nor is a list gathered from host objects (`torch.LongTensor([g.label for g in batch])
 .to(d)`: blind review 34). A legacy constructor given a size (`torch.FloatTensor(b, 1, 1, 1)`) is told to use a
 factory with `device=`.
+A name shown in a display is one value only when it is not known as a list or an array, and the code does not
+`append` to it (Show-o's growing `torch.tensor([generated_tokens])`, blind review 53); a tensor made in a memo
+filled on a miss (`if key not in hann_window: hann_window[key] = torch.hann_window(n).to(d)`, review 54) is
+made once per key, not every step.
 A widening cast before a move is reported only when the tensor's dtype is written where it is made
 (`torch.zeros(..., dtype=torch.uint8)`): a loader's batch or an environment's array has a dtype the code
 does not show.
@@ -165,10 +169,20 @@ def _one_value(values: Values, node: cst.CSTNode) -> bool:
         node = node.expression
     if type(node) in (cst.Integer, cst.Float):
         return True
-    if displayed and type(node) in (cst.Name, cst.Attribute) or displayed and type(node) is cst.Subscript \
-            and not any(type(e.slice) is cst.Slice for e in node.slice):
+    if (displayed and type(node) in (cst.Name, cst.Attribute) or displayed and type(node) is cst.Subscript
+            and not any(type(e.slice) is cst.Slice for e in node.slice)) and not _a_sequence(values, node):
         return True  # `[[word_idx]]`, `[vocab[w]]`: one element shown (data read from elsewhere is quiet before)
     return type(node) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript) and values.value(node).kind == NUMBER
+
+
+def _a_sequence(values: Values, node: cst.CSTNode) -> bool:
+    """A list or an array, not one value: known so, or a name the code appends to (Show-o's `generated_tokens`,
+    a growing list of token ids shown as `torch.tensor([generated_tokens])`)."""
+    if values.value(node).kind in (OTHER, NDARRAY):
+        return True
+    return type(node) is cst.Name and any(
+        method_name(c) in ("append", "extend") and type(c.func.value) is cst.Name and c.func.value.value == node.value
+        for c in values.model.calls)
 
 
 def _repeated(values: Values, node: cst.CSTNode) -> bool:
