@@ -27,6 +27,7 @@ from perflint.rule import Rule
 from perflint.tree import find_all
 
 _PRINTERS = {"print", "str", "repr"}
+_DECODERS = ("generate", "decode", "translate", "beam_search")  # functions whose loop makes one token per step
 _CASTS = {"float", "int", "bool", "complex"}
 _SUMMARIES = {"add_scalar", "add_histogram"}  # torch.utils.tensorboard.SummaryWriter (and tensorboardX)
 
@@ -46,7 +47,9 @@ calls it, such as YOLOv6's `time_sync()`, and a context manager whose class does
 `with dt[0]:`; a read that comes first in a helper, with no device work before it there, is paid for by
 a wait right before each call of the helper in this file). Quiet where the host needs the value to go on (a stop signal
 all ranks just agreed on, the stop test of a generation loop, a validation loss kept when it beats the best
-so far (early stopping), a token a generator streams, the counts and
+so far (early stopping), a token a generator streams, each token a generation or beam-search loop brings
+back for its host-side sequences (`generate`, `decode`, `beam_search`; blind reviews judged 13 of 15 wrong),
+the counts and
 labels a detection script writes for each image, the boxes NMS keeps, a read that a timestamp follows at
 once: `loss_item = loss.item()` then `t1 = time.perf_counter()`, the wait that makes a benchmark's timing
 right, as PFL901 asks), inside an `if step % k == 0:`
@@ -284,8 +287,9 @@ def _decide(model: FileModel, sites: list[SyncSite]) -> list[SyncSite]:
 
 def idle_after(model: FileModel, node: cst.CSTNode) -> cst.CSTNode | None:
     """What makes the host wait for the device, with no fix, later in every iteration of the loop around
-    `node` (or in every run of the function around it, outside any loop): a read the host needs (an evaluation loop's predictions decoded or scored on the host) or a
-    `generate()` or `chat()` call (it reads each token back to test for the end). Each iteration then ends with the
+    `node` (or in every run of the function around it, outside any loop): a read the host needs (an evaluation
+    loop's predictions decoded or scored on the host) or a `generate()` or `chat()` call (it reads each token
+    back to test for the end). Each iteration then ends with the
     device idle, so the next iteration's copy to the device has no queued work to overlap."""
     frame, order = model.site(node)
     inner = loop = next((f for f in frame.loops() if f.kind == "loop"), None)  # past `{k: v.to(d) for ...}`
@@ -655,6 +659,15 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
     if frame.function is not None and frame.function.yields and frame.loop is not None \
             and site.code in ("PFL101", "PFL102") and not any(steps.trains(c) for c in steps.calls_in(frame.loop)):
         return True  # a generator streaming what each iteration makes (`int_token = token.item()`, then stop checks)
+    if frame.loop is not None and frame.function is not None and frame.loop.function is frame.function \
+            and site.code in ("PFL101", "PFL102", "PFL104") and any(w in frame.function.name for w in _DECODERS) \
+            and not any(steps.trains(c) for c in steps.calls_in(frame.loop)):
+        # The decoding loop of a generation or beam search (`generate`, `_generate_beam_search`, `decode`): each
+        # token comes back for the host's sequences and stop tests, by design in eager decoding (the blind reviews
+        # judged 13 of 15 such reads wrong); the fix is another design (static shapes, on-device stopping), not
+        # moving this read. Not a diffusion sampler's loop: `sigmas[i].item()` there is a schedule value the host
+        # could have kept, and it waits for the previous step's network.
+        return True
     if site.code not in _OUTPUT_FORMS:
         return False
     loop, outermost = frame.loop, None
