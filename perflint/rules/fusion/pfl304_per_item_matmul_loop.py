@@ -1,7 +1,7 @@
 import libcst as cst
 
 from perflint.model.names import dotted, target_names
-from perflint.model.values import TENSOR
+from perflint.model.values import NDARRAY, OTHER, TENSOR
 from perflint.tree import find_all
 
 from perflint.rule import Rule
@@ -78,7 +78,7 @@ def _operand(model, expr, names: set[str], indexed: bool, zipped: bool, bound: s
     shaped tensors that cannot be stacked."""
     if type(expr) is cst.Subscript:
         base = dotted(expr.value)
-        if base is None or base.split(".")[0] in bound - names:
+        if base is None or base.split(".")[0] in bound - names or _not_tensors(model.value(expr.value)):
             return None
         indices = [e.slice.value for e in expr.slice if type(e.slice) is cst.Index]
         if any(type(i) is cst.Name and i.value in names for i in indices):
@@ -91,6 +91,12 @@ def _operand(model, expr, names: set[str], indexed: bool, zipped: bool, bound: s
     if name.split(".")[0] in names:
         return "item" if zipped and "." not in name else None
     return None if name.split(".")[0] in bound else "fixed"
+
+
+def _not_tensors(v) -> bool:
+    """An array, or a list not known to hold tensors (vjepa2's list of SciPy rotation matrices, multiplied with
+    NumPy's `@` one pair at a time: no kernel at all, blind review 53)."""
+    return v.kind == NDARRAY or v.kind == OTHER and (v.element is None or v.element.kind != TENSOR)
 
 
 def _definition(loop, expr):

@@ -118,6 +118,12 @@ def _blocking_to_host(call: cst.Call) -> bool:
     return "'cpu'" in text or '"cpu"' in text
 
 
+# Methods that read no element: metadata, and `pin_memory()` of a non-blocking copy to the host, which is in
+# pinned memory already and comes back as is (xtuner's optimizer state buffers, blind review 53).
+_NO_READ = {"pin_memory", "size", "dim", "numel", "is_pinned", "data_ptr", "element_size", "stride",
+            "is_contiguous", "storage_offset", "get_device", "record_stream"}
+
+
 def _reads(stmt, pending: set[str]):
     for node in find_all(stmt, (cst.Call, cst.Subscript, cst.FormattedStringExpression)):
         if type(node) is cst.Subscript:
@@ -128,7 +134,8 @@ def _reads(stmt, pending: set[str]):
             name = dotted(node.expression)
             if name in pending:
                 yield name, node
-        elif type(node.func) is cst.Attribute and dotted(node.func.value) in pending:
+        elif type(node.func) is cst.Attribute and dotted(node.func.value) in pending \
+                and node.func.attr.value not in _NO_READ:
             yield dotted(node.func.value), node
         else:
             fname = dotted(node.func) or ""
