@@ -1,10 +1,11 @@
 import libcst as cst
 
-from perflint.model.names import keyword, positional
+from perflint.model.names import dotted, keyword, positional
 from perflint.model.program import FileModel
 from perflint.rules.common import trains
 
 from perflint.rule import Rule
+from perflint.tree import find_all
 
 _ANOMALY = {"torch.autograd.set_detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly"}
 _ANOMALY_CTX = {"torch.autograd.detect_anomaly", "torch.autograd.anomaly_mode.detect_anomaly"}
@@ -15,13 +16,15 @@ _IN_TRAINING = {"torch.autograd.profiler.emit_nvtx", "torch.autograd.gradcheck",
 
 
 def _behind_a_flag(model: FileModel) -> bool:
-    """Inside `if <setting>:` (a name or an attribute, negated or not): the user asks for it."""
+    """Inside an `if`: switched on under a condition the user sets or meets (`if cfg.detect_anomaly:`, an
+    environment variable such as ai-toolkit's `DEBUG_TOOLKIT`, MambaVision's debug pass after a non-finite
+    loss, blind reviews 51 and 54), not for every run; a test of the platform (`torch.cuda.is_available()`)
+    is no such condition."""
     for frame in model.frame.chain():
         node = frame.node
-        if type(node) is cst.If:
-            test = node.test.expression if type(node.test) is cst.UnaryOperation else node.test
-            if type(test) in (cst.Name, cst.Attribute):
-                return True
+        if type(node) is cst.If and not any(
+                "is_available" in (dotted(c.func) or "") for c in find_all(node.test, cst.Call)):
+            return True
     return False
 
 
@@ -55,7 +58,8 @@ for x, y in loader:
     known_problems = """
 `set_detect_anomaly(...)` and `detect_anomaly()` are reported wherever they are switched on with a
 literal (they are global switches); a variable argument (`set_detect_anomaly(args.debug)`) or any of these
-APIs behind a setting (`if cfg.detect_anomaly: ...`, `if args.prof: ...`) is quiet: the user asks for it.
+APIs inside an `if` (a setting, `if cfg.detect_anomaly: ...`; an environment variable; a debug pass after a
+non-finite loss) is quiet: the user asks for it, and not on every run.
 NVTX markers (`torch.cuda.nvtx.range_push`) are not reported: they cost one marker each, not a check per op.
 `emit_nvtx()`, `gradcheck` and `gradgradcheck` are reported only in a function or loop that also trains
 (`.backward()` or an optimizer step): in tests and profiling scripts they are the point.
