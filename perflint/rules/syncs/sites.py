@@ -122,6 +122,8 @@ def _collect(model: FileModel) -> list[SyncSite]:
                 add(SyncSite(call, "PFL107", method, receiver))
             elif method == "synchronize" and not call.args and _waits_on_stream(model, call):
                 add(SyncSite(call, "PFL109", dotted(func) or "synchronize", None))
+            elif method in ("generate", "chat"):  # a model's `generate()` reads each token back to stop: a wait,
+                add(SyncSite(call, "PFL101", method, None, helper=True))  # so a read right after it is free
             elif method in _SUMMARIES and len(call.args) > 1 and not call.args[1].keyword:
                 # TensorBoard's `writer.add_scalar("loss", loss, step)` copies a tensor to the host (`make_np`):
                 # a wait like `.item()` (what follows is free); not reported here
