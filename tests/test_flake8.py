@@ -68,13 +68,13 @@ def test_flake8_noqa_applies_to_pfl_codes(project):
 
 
 def test_flake8_selection_and_ignores_from_its_config_and_command_line(project):
-    (project / "a.py").write_text(SYNC_LOOP + "for t in loader:\n    sizes.append(model(t.cuda(non_blocking=True)).tolist())\n")
-    both = [("7", "18", "PFL101"), ("10", "18", "PFL102")]
+    (project / "a.py").write_text(SYNC_LOOP + "for t in loader:\n    sizes.append(model(t.cuda()).sum())\n")
+    both = [("7", "18", "PFL101"), ("10", "24", "PFL203")]
     assert codes(flake8(project, "a.py")[1]) == both
     assert codes(flake8(project, "a.py", "--extend-ignore", "PFL101")[1]) == both[1:]
-    assert codes(flake8(project, "a.py", config="extend-ignore = PFL102\n")[1]) == both[:1]
-    assert codes(flake8(project, "a.py", "--select", "PFL102")[1]) == both[1:]
-    assert codes(flake8(project, "a.py", config="per-file-ignores =\n    a.py: PFL1\n")[1]) == []
+    assert codes(flake8(project, "a.py", config="extend-ignore = PFL203\n")[1]) == both[:1]
+    assert codes(flake8(project, "a.py", "--select", "PFL203")[1]) == both[1:]
+    assert codes(flake8(project, "a.py", config="per-file-ignores =\n    a.py: PFL1,PFL2\n")[1]) == []
 
 
 @pytest.mark.skipif(OFF_BY_DEFAULT is None, reason="no rule is off by default")

@@ -20,7 +20,7 @@ from perflint.rule import all_rules
 # program model (values, the per-step path), and its chains show that model most often.
 # The default rules, and rules off by default for precision whose behaviour these tests pin (`--select`).
 LINTER = Linter(r for r in all_rules().values() if r.default or r.code in (
-    "PFL103", "PFL104", "PFL105", "PFL109", "PFL206", "PFL301"))
+    "PFL102", "PFL103", "PFL104", "PFL105", "PFL108", "PFL109", "PFL206", "PFL301", "PFL603"))
 ALL = Linter(all_rules().values())  # for the rules off by default, which `--select` still runs
 
 

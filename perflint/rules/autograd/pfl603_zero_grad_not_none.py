@@ -22,6 +22,8 @@ def _grad_of(node: cst.BaseExpression) -> bool:
 
 class ZeroGradNotNone(Rule):
     code = "PFL603"
+    # Off by default: below the precision bar on real code (see known_problems).
+    default = False
     call_names = frozenset({"zero_grad", "zero_", "fill_"})
     name = "zero-grad-not-none"
     summary = "gradients are zeroed in place (`zero_grad(set_to_none=False)`, `p.grad.zero_()`) instead of set to None"
@@ -50,6 +52,10 @@ for x, y in loader:
     optimizer.step()
 """
     known_problems = """
+Off by default since blind review 54: its judged findings on the corpus's hold-out repositories were right 1
+of 3 times, and in the blind reviews 1 of 8: zeroing gradients in place is often deliberate (apex keeps
+them in an NCCL memory pool whose addresses must not change; TRPO zeroes a tiny value network's gradients
+once per L-BFGS evaluation). Select it (`--select PFL603`) to audit a training loop's `zero_grad`.
 The fix is unsafe: with `None` gradients, code that reads `p.grad` before the next backward sees `None`,
 and optimizers skip parameters whose gradient is `None`, whereas a zero gradient still moves them through
 momentum and weight decay; parameters that get no gradient in some steps can therefore train
