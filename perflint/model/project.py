@@ -213,6 +213,7 @@ class Scan:
         # imports `test` and calls only the other two. (Not those imported `as` another name.)
         self.unused_imports: set[str] = set()
         heads = set()
+        words = _Words(text)
         for m in _IMPORT.finditer(text):
             if m.group(3) is not None:
                 for part in m.group(3).split(","):
@@ -228,7 +229,7 @@ class Scan:
                 names = tuple(n for n in names if re.fullmatch(r"\w+", n))
                 self.imports.append((level, module.lstrip("."), names))
                 if run and not path.endswith("__init__.py"):  # (a package's `__init__.py` re-exports what it imports)
-                    self.unused_imports.update(n for n in parts if re.fullmatch(r"\w+", n) and _unused(text, n))
+                    self.unused_imports.update(n for n in parts if re.fullmatch(r"\w+", n) and words[n] == 1)
                 if level == 0 and module:
                     heads.add(module.split(".")[0])
         self.defines = set(_DEFINES.findall(text))  # top-level functions and classes
@@ -297,7 +298,7 @@ class Scan:
         # Undecorated top-level classes and functions whose name the file writes only on the `class`/`def` line
         # (and in `super(Name, self)`): none of its own code uses them (a subclass, a call, an `__all__` entry
         # would name them again).
-        self.lone_defines = _lone_defines(text) if run else frozenset()
+        self.lone_defines = _lone_defines(text, words) if run else frozenset()
         self.runners = _runners(text) if "def __init__(self" in text else {}
         self.not_worth_compiling = _not_worth_compiling(text) if "Module)" in text else frozenset()
         # Names given a boolean, and names passed as keywords (only for a run: a file linted on its own knows
@@ -318,17 +319,31 @@ _MODEL_WORDS = ("model", "net", "module", "backbone", "encoder", "decoder", "stu
                 "transformer", "generator", "discriminator", "actor", "critic", "task", "layer", "block", "unet")
 
 
-def _unused(text: str, name: str) -> bool:
-    """Whether the text writes `name` once only, as a word of its own (its import): a fast count first."""
-    count = text.count(name)
-    return count == 1 or count <= 200 and len(re.findall(rf"(?<![.\w]){name}(?!\w)", text)) == 1
+class _Words:
+    """How often a text writes each word of its own (not an attribute: `(?<![.\w])\w+`), counted once, on
+    the first question, for all of them: one pass instead of one per name asked."""
+
+    __slots__ = ("text", "counts")
+
+    def __init__(self, text: str) -> None:
+        self.text, self.counts = text, None
+
+    def __getitem__(self, name: str) -> int:
+        if self.text.count(name) <= 1:  # (fast, and most names asked about are written more than once)
+            return self.text.count(name)
+        if self.counts is None:
+            self.counts = Counter(_WORD.findall(self.text))
+        return self.counts[name]
+
+
+_WORD = re.compile(r"(?<![.\w])\w+")
 
 
 # Decorators that register nothing (a registry's, `@MODELS.register_module()`, would make a name used).
 _NO_REGISTRY = re.compile(r"@\s*torch\.(?:no_grad|inference_mode|enable_grad)\(\)\s*$")
 
 
-def _lone_defines(text: str) -> frozenset[str]:
+def _lone_defines(text: str, words: _Words) -> frozenset[str]:
     """Top-level classes and functions without a decorator (a registry's would name them; `@torch.no_grad()`
     is no registry) whose name the text
     writes only on the `class`/`def` line (as a word of its own, not an attribute), `super(Name, self)` aside."""
@@ -341,7 +356,7 @@ def _lone_defines(text: str) -> frozenset[str]:
             continue
         supers = text.count(f"super({name}")
         count = text.count(name) - supers
-        if count == 1 or count <= 20 and len(re.findall(rf"(?<![.\w]){name}(?!\w)", text)) - supers == 1:
+        if count == 1 or words[name] - supers == 1:
             found.add(name)  # `def train(` beside `model.train()` and `train_loader`
     return frozenset(found)
 
