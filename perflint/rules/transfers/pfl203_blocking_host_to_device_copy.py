@@ -47,8 +47,8 @@ for x, y in loader:
     x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
 """
     known_problems = """
-On by default although under the 80% bar: its judged hold-out findings were right 437 of 565 (77%) at the end
-of review 51's round (figures below). It is the only default rule of the blocking-copy family, whose instances it
+On by default although under the 80% bar: its judged hold-out findings were right 468 of 609 (77%) at the end
+of review 54's round (figures below). It is the only default rule of the blocking-copy family, whose instances it
 finds on the labelled repositories; PFL105 and PFL206, further under the bar (60%), are off.
 Reports a move to the device of a value that came from a data loader (a loop over one, `next(iter(
 loader))`, a generator yielding its batches; also after unpacking, indexing or `batch[k]`), on the per-step
