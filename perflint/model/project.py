@@ -199,8 +199,8 @@ def set_aside(path: str) -> bool:
 class Scan:
     """The imports and a few telling words of one file's text."""
 
-    __slots__ = ("path", "imports", "unused_imports", "torch_direct", "xla", "other_framework", "bases", "device_work", "compile_guards",
-                 "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
+    __slots__ = ("path", "imports", "unused_imports", "torch_direct", "xla", "other_framework", "bases", "device_work",
+                 "compile_guards", "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
                  "runs_code", "dynamic_imports", "lone_defines", "runners", "not_worth_compiling", "flags", "assigned",
                  "double_backward", "synchronizers", "extension_layers")
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import built_by, conjuncts, dotted, int_value, keyword, method_name, positional, target_names
+from perflint.model.names import (built_by, conjuncts, dotted, int_value, keyword, method_name, positional,
+                                  target_names)
 from perflint.model.program import ClassInfo, FileModel, Frame, FunctionInfo, interval_gate
 from perflint.model.project import set_aside
 from perflint.model.values import LOADER, MODULE, NO_DEFAULT, ON_DEVICE, OPTIMIZER, TENSOR, Values, option_holder

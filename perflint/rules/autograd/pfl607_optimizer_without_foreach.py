@@ -35,10 +35,11 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)  # on a G
     known_problems = """
 Reports only an explicit `foreach=False` (a literal), and not beside a `fused=` that may be on: the fused
 implementation then runs, and `foreach` has no effect (blind review 52 judged such a finding wrong). On the
-CPU PyTorch's default is already the for-loop implementation, so leaving the argument out is not reported. The reference pair passes `foreach=True` to
-show on the CPU what the CUDA default does (one `_foreach_*` op instead of one op per parameter). The fix
-(dropping the argument) is unsafe: the foreach path keeps temporary copies of all gradients, so peak
-memory grows by about one gradient's worth, which can matter for a model that barely fits.
+CPU PyTorch's default is already the for-loop implementation, so leaving the argument out is not reported. The
+reference pair passes `foreach=True` to show on the CPU what the CUDA default does (one `_foreach_*` op
+instead of one op per parameter). The fix (dropping the argument) is unsafe: the foreach path keeps temporary
+copies of all gradients, so peak memory grows by about one gradient's worth, which can matter for a model that
+barely fits.
 """
 
     def visit_Call(self, node: cst.Call, model: FileModel) -> None:

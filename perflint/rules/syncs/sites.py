@@ -657,7 +657,7 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
     if site.code in ("PFL101", "PFL104") and _best_so_far(model, site, taker):
         return True  # `if loss_val < best: best = loss_val; save(...)`: early stopping decides on it each step
     if _clock_read_next(model, site):
-        return True  # the wait that makes the time read right after it mean something (what PFL701 asks for)
+        return True  # the wait that makes the time read right after it mean something (what PFL901 asks for)
     if frame.function is not None and frame.function.yields and frame.loop is not None \
             and site.code in ("PFL101", "PFL102") and not any(steps.trains(c) for c in steps.calls_in(frame.loop)):
         return True  # a generator streaming what each iteration makes (`int_token = token.item()`, then stop checks)
