@@ -200,8 +200,8 @@ class Scan:
     """The imports and a few telling words of one file's text."""
 
     __slots__ = ("path", "imports", "unused_imports", "torch_direct", "xla", "other_framework", "bases", "device_work",
-                 "compile_guards", "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads", "read_backs",
-                 "runs_code", "dynamic_imports", "lone_defines", "runners", "not_worth_compiling", "flags", "assigned",
+                 "compile_guards", "true_defaults", "default_device", "custom_to", "defines", "options", "option_reads",
+                 "read_backs", "runs_code", "dynamic_imports", "lone_defines", "runners", "not_worth_compiling", "flags", "assigned",
                  "double_backward", "synchronizers", "extension_layers")
 
     def __init__(self, path: str, text: str, run: bool = True) -> None:
@@ -329,8 +329,9 @@ class _Words:
         self.text, self.counts = text, None
 
     def __getitem__(self, name: str) -> int:
-        if self.text.count(name) <= 1:  # (fast, and most names asked about are written more than once)
-            return self.text.count(name)
+        found = self.text.count(name)
+        if found <= 1:  # (fast, and most names asked about are written more than once)
+            return found
         if self.counts is None:
             self.counts = Counter(_WORD.findall(self.text))
         return self.counts[name]

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 import libcst as cst
 
 from perflint.model import torchapi as api
-from perflint.model.names import (built_by, conjuncts, dotted, int_value, keyword, method_name, positional,
-                                  target_names)
+from perflint.model.names import built_by, conjuncts, dotted, int_value, method_name, target_names
 from perflint.model.program import ClassInfo, FileModel, Frame, FunctionInfo, interval_gate
 from perflint.model.project import set_aside
-from perflint.model.values import LOADER, MODULE, NO_DEFAULT, ON_DEVICE, OPTIMIZER, TENSOR, Values, option_holder
+from perflint.model.values import (LOADER, MODULE, NO_DEFAULT, ON_DEVICE, OPTIMIZER, TENSOR, Values, compare,
+                                   given_to, option_holder)
 from perflint.tree import find_all
 
 STEP, OUTER, SMALL, NEUTRAL, COLD = "step", "outer", "small", "neutral", "cold"
@@ -37,8 +37,7 @@ _FOLDED = {cst.Add: int.__add__, cst.Subtract: int.__sub__, cst.Multiply: int.__
 _SMALL_RANGE = 16  # `for i in range(k)` with a literal k at most this is a few fixed iterations
 _STEP_HOOKS = {"training_step", "validation_step", "test_step", "predict_step", "forward", "__call__"}
 _FORWARDS = {"forward", "__call__"}
-_COMPARE = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.Is: lambda a, b: a is b,
-            cst.IsNot: lambda a, b: a is not b, cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}
+DECODERS = ("generate", "decode", "translate", "beam_search")  # names of functions whose loop makes a token a step
 _LISTINGS = {"os.listdir", "os.scandir", "os.walk", "glob.glob", "glob.iglob"}
 _CACHING = {"lru_cache", "cache", "cached_property"}
 _APPS = {"gradio", "streamlit"}  # frameworks of interactive demos
@@ -225,7 +224,7 @@ class Steps:
         if not tests:
             return None
         hot = [c for c in self.values.callers().get(info, ()) if self.at(c).hot]
-        if not hot or any(a.star for c in hot for a in c.args):
+        if not hot:
             return None
         for test, holds in tests:
             if all(self._truth_at_call(info, test, call) is (not holds) for call in hot):
@@ -238,31 +237,23 @@ class Steps:
         if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             inner = self._truth_at_call(info, test.expression, call)
             return None if inner is None else not inner
-        name, compare = test, None
+        name, comparison = test, None
         if type(test) is cst.Comparison and len(test.comparisons) == 1:
-            name, compare = test.left, test.comparisons[0]
+            name, comparison = test.left, test.comparisons[0]
         if type(name) is not cst.Name:
             return None
         param = next((p for n, p, k in info.params if n == name.value and k != "star"), None)
         reaching = self.values.reaching_bindings(name) or ()
         if param is None or not reaching or any(b.how != "param" for b in reaching):
             return None  # not a parameter, or one the function rebinds before the test
-        names = info.positional()
-        arg = keyword(call, name.value) or (positional(call, names.index(name.value)) if name.value in names else None)
-        given = arg.value if arg is not None else param.default
-        value = self.values.default_of(given) if given is not None else None
-        if given is None or value is NO_DEFAULT:
+        given = given_to(info, param, call)
+        value = NO_DEFAULT if given is None or given is NO_DEFAULT else self.values.default_of(given)
+        if value is NO_DEFAULT:
             return None
-        if compare is None:
+        if comparison is None:
             return bool(value)
-        other = self.values.default_of(compare.comparator)
-        op = type(compare.operator)
-        if other is NO_DEFAULT or op not in _COMPARE:
-            return None
-        try:
-            return _COMPARE[op](value, other)
-        except TypeError:
-            return None
+        other = self.values.default_of(comparison.comparator)
+        return None if other is NO_DEFAULT else compare(comparison.operator, value, other)
 
     def _periodic_job(self, loop: Frame) -> Frame | None:
         """The every-k gate (`if step % k == 0:` that takes no training step) between a loop and an outer loop
@@ -956,8 +947,7 @@ def generates(function: FunctionInfo | None) -> bool:
     """Whether a function is a sampling or generation method (`p_sample_loop`, `generate`, `decode`, a beam
     search's `_fast_translate_batch`): its loop makes one token or frame per iteration, a loop of steps even
     inside a module's class."""
-    return function is not None and any(w in function.name for w in ("sample", "generate", "decode", "translate",
-                                                                      "beam_search"))
+    return function is not None and any(w in function.name for w in ("sample", *DECODERS))
 
 
 def _script(model: FileModel) -> bool:

@@ -141,6 +141,37 @@ _ORDER = {cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge, cst.L
           cst.LessThanEqual: operator.le}
 
 
+def given_to(info: FunctionInfo, param: cst.Param, call: cst.Call):
+    """What `call` gives a parameter of the function it calls: the argument (by name or by position), or the
+    parameter's default where the call leaves it out (None where it has none); NO_DEFAULT where `*args` or
+    `**kwargs` may give it. A parameter given by name keeps that value beside them: Python refuses a second
+    one (AnimateDiff's `main(use_wandb=args.wandb, **config)`)."""
+    name = param.name.value
+    arg = keyword(call, name)
+    if arg is None and any(a.star for a in call.args):
+        return NO_DEFAULT
+    names = info.positional()
+    if arg is None and name in names:
+        arg = positional(call, names.index(name))
+    return arg.value if arg is not None else param.default
+
+
+def compare(op: cst.BaseCompOp, left, right) -> bool | None:
+    """`left <op> right` of two known values (`args.sample_every > 0` with a default of 0); None where Python
+    cannot compare them or the operator is not one of these."""
+    try:
+        if type(op) in (cst.Equal, cst.NotEqual):
+            return (left == right) == (type(op) is cst.Equal)
+        if type(op) in (cst.In, cst.NotIn):
+            return (left in right) == (type(op) is cst.In)
+        if type(op) in (cst.Is, cst.IsNot):
+            return (left is right) == (type(op) is cst.Is)
+        order = _ORDER.get(type(op))
+        return order(left, right) if order is not None else None
+    except TypeError:
+        return None
+
+
 class Values:
     """The value questions of one file, cached on its model."""
 
@@ -695,19 +726,7 @@ class Values:
                     return type(op) in (cst.GreaterThanEqual, cst.GreaterThan)
             if left is NO_DEFAULT or right is NO_DEFAULT:
                 return None
-            try:
-                if type(op) in (cst.Equal, cst.NotEqual):
-                    return (left == right) == (type(op) is cst.Equal)
-                if type(op) in (cst.In, cst.NotIn):
-                    return (left in right) == (type(op) is cst.In)
-                if type(op) in (cst.Is, cst.IsNot):
-                    return (left is right) == (type(op) is cst.Is)
-                order = _ORDER.get(type(op))  # `args.sample_every > 0` with a default of 0
-                if order is not None:
-                    return order(left, right)
-            except TypeError:
-                return None
-            return None
+            return compare(op, left, right)
         if type(test) is cst.Call and type(test.func) is cst.Name and len(test.args) == 1 and not test.args[0].star \
                 and test.args[0].keyword is None:  # `if exists(self.duration_predictor):`, `def exists(v): return
             inline = self.model.one_line_tests().get(test.func.value)  # v is not None`, with its argument for `v`
@@ -894,17 +913,10 @@ class Values:
             return NO_DEFAULT
         if info.cls is None and not info.name.startswith("_") and "__main__" not in self.model.text:
             return NO_DEFAULT  # a library's public function: other files call it with their own values
-        name = param.name.value
-        names = info.positional()
-        index = names.index(name) if name in names else None
         found = []
         for call in calls:
-            arg = keyword(call, name)  # given by name, no `*args` or `**config` can give it too
-            if arg is None and any(a.star for a in call.args):  # (AnimateDiff's `main(use_wandb=args.wandb,
-                return NO_DEFAULT  # **config)`)
-            arg = arg or (positional(call, index) if index is not None else None)
-            given = arg.value if arg is not None else param.default
-            value = self.default_of(given, depth + 1) if given is not None else NO_DEFAULT
+            given = given_to(info, param, call)
+            value = NO_DEFAULT if given is None or given is NO_DEFAULT else self.default_of(given, depth + 1)
             if value is NO_DEFAULT or found and found[0] != value:
                 return NO_DEFAULT
             found.append(value)

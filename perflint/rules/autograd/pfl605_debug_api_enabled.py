@@ -1,11 +1,11 @@
 import libcst as cst
 
-from perflint.model.names import dotted, keyword, positional
+from perflint.model.names import keyword, positional
 from perflint.model.program import FileModel
+from perflint.model.steps import on_cuda_path
 from perflint.rules.common import trains
 
 from perflint.rule import Rule
-from perflint.tree import find_all
 
 _ANOMALY = {"torch.autograd.set_detect_anomaly", "torch.autograd.anomaly_mode.set_detect_anomaly"}
 _ANOMALY_CTX = {"torch.autograd.detect_anomaly", "torch.autograd.anomaly_mode.detect_anomaly"}
@@ -18,12 +18,11 @@ _IN_TRAINING = {"torch.autograd.profiler.emit_nvtx", "torch.autograd.gradcheck",
 def _behind_a_flag(model: FileModel) -> bool:
     """Inside an `if`: switched on under a condition the user sets or meets (`if cfg.detect_anomaly:`, an
     environment variable such as ai-toolkit's `DEBUG_TOOLKIT`, MambaVision's debug pass after a non-finite
-    loss, blind reviews 51 and 54), not for every run; a test of the platform (`torch.cuda.is_available()`)
-    is no such condition."""
+    loss, blind reviews 51 and 54), not for every run; the branch every CUDA run takes (`if
+    torch.cuda.is_available():`, `on_cuda_path`) is no such condition."""
     for frame in model.frame.chain():
         node = frame.node
-        if type(node) is cst.If and not any(
-                "is_available" in (dotted(c.func) or "") for c in find_all(node.test, cst.Call)):
+        if type(node) is cst.If and not on_cuda_path(frame):
             return True
     return False
 

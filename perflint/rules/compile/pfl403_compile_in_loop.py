@@ -75,5 +75,7 @@ def _per_iteration(model: FileModel, call: cst.Call) -> bool:
     i)`): that is the same code traced again for each captured value, the antipattern itself."""
     loop = model.loops[-1]
     names = set(target_names(loop.target)) if type(loop) is cst.For else set()
-    captured = {id(n) for arg in call.args for lam in find_all(arg.value, cst.Lambda) for n in find_all(lam, cst.Name)}
-    return any(n.value in names and id(n) not in captured for arg in call.args for n in find_all(arg.value, cst.Name))
+    captured = {id(n) for arg in call.args for lam in find_all(arg.value, cst.Lambda)
+                for n in find_all(lam, cst.Name)}
+    return any(n.value in names and id(n) not in captured
+               for arg in call.args for n in find_all(arg.value, cst.Name))

@@ -21,13 +21,13 @@ from perflint.model import torchapi as api
 from perflint.model.names import (conjuncts, dotted, is_true, keyword, method_name, positional, target_names,
                                   truth_tested)
 from perflint.model.program import FileModel, Frame, main_process_test
-from perflint.model.steps import Step, Steps, generates, on_cuda_path
+from perflint.model.steps import DECODERS, Step, Steps, generates, on_cuda_path
 from perflint.model.values import MODULE, ON_DEVICE, ON_HOST, TENSOR, Value, Values
 from perflint.rule import Rule
 from perflint.tree import find_all
 
 _PRINTERS = {"print", "str", "repr"}
-_DECODERS = ("generate", "decode", "translate", "beam_search")  # functions whose loop makes one token per step
+_GENERATORS = ("generate", "chat")  # a model's token-by-token generation, which reads each token back to stop
 _CASTS = {"float", "int", "bool", "complex"}
 _SUMMARIES = {"add_scalar", "add_histogram"}  # torch.utils.tensorboard.SummaryWriter (and tensorboardX)
 
@@ -122,8 +122,8 @@ def _collect(model: FileModel) -> list[SyncSite]:
                 add(SyncSite(call, "PFL107", method, receiver))
             elif method == "synchronize" and not call.args and _waits_on_stream(model, call):
                 add(SyncSite(call, "PFL109", dotted(func) or "synchronize", None))
-            elif method in ("generate", "chat"):  # a model's `generate()` reads each token back to stop: a wait,
-                add(SyncSite(call, "PFL101", method, None, helper=True))  # so a read right after it is free
+            elif method in _GENERATORS:  # a wait, so a read right after it is free
+                add(SyncSite(call, "PFL101", method, None, helper=True))
             elif method in _SUMMARIES and len(call.args) > 1 and not call.args[1].keyword:
                 # TensorBoard's `writer.add_scalar("loss", loss, step)` copies a tensor to the host (`make_np`):
                 # a wait like `.item()` (what follows is free); not reported here
@@ -307,7 +307,7 @@ def idle_after(model: FileModel, node: cst.CSTNode) -> cst.CSTNode | None:
     for call in calls:  # `model.chat(...)`, InternVL's and Qwen's wrapper of `generate`; a copy in its arguments too;
         # a function of the script's own named so (xtuner's `generate(llm, visual_encoder, ...)`, around `llm.generate`)
         name = method_name(call) or (call.func.value if type(call.func) is cst.Name else None)
-        if name in ("generate", "chat") and (model.sites[call][1] > order or _inside(model, node, call)):
+        if name in _GENERATORS and (model.sites[call][1] > order or _inside(model, node, call)):
             where = model.sites[call][0]
             if where.loop is inner and where.every_iteration_of(loop):
                 return call
@@ -662,7 +662,7 @@ def _by_design(model: FileModel, steps: Steps, site: SyncSite) -> bool:
             and site.code in ("PFL101", "PFL102") and not any(steps.trains(c) for c in steps.calls_in(frame.loop)):
         return True  # a generator streaming what each iteration makes (`int_token = token.item()`, then stop checks)
     if frame.loop is not None and frame.function is not None and frame.loop.function is frame.function \
-            and site.code in ("PFL101", "PFL102", "PFL104") and any(w in frame.function.name for w in _DECODERS) \
+            and site.code in ("PFL101", "PFL102", "PFL104") and any(w in frame.function.name for w in DECODERS) \
             and not any(steps.trains(c) for c in steps.calls_in(frame.loop)):
         # The decoding loop of a generation or beam search (`generate`, `_generate_beam_search`, `decode`): each
         # token comes back for the host's sequences and stop tests, by design in eager decoding (the blind reviews
